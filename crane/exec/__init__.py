@@ -1,0 +1,1 @@
+"""Execution support for Crane: numpy reference kernels used by the reference interpreter."""
