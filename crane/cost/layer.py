@@ -1,0 +1,83 @@
+"""Cost of one layer processing one sub-batch on a cluster of tiles (forward or backward).
+
+Compute follows Crane Eqs. 16-17 and 20: the MAC array runs at the utilisation of the best
+SET factorisation, and energy is charged for padded (idle) MAC slots as the paper does.
+Vector work (pool, eltwise, softmax, activation) runs on the tile's vector unit concurrently.
+Operand traffic inside the cluster (SRAM reads of inputs and weights, writes of outputs) is
+counted here; traffic between layers is the scheduler's business.
+
+Weights are *resident* when a tile's slice fits in half of its SRAM (the other half is kept
+for activations and working buffers): they are then loaded once per state. Otherwise they
+are re-streamed from DRAM for every sub-batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from crane.cost.placement import Mesh, Region, dram_hops
+from crane.cost.traffic import Traffic, traffic_energy
+from crane.cost.utilisation import Partition, best_partition
+from crane.hardware.machine import Machine
+from crane.schedule.workload import LayerWork
+
+WEIGHT_SRAM_SHARE = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class WorkCost:
+    """One sub-batch of one layer on a region: time, energy, and weight handling."""
+
+    cycles: float
+    energy_pj: float
+    operand_traffic: Traffic
+    partition: Partition
+    weights_resident: bool
+    weight_load: Traffic
+    """Traffic to bring the layer's weights into the region once."""
+
+    @property
+    def per_subbatch_traffic(self) -> Traffic:
+        """Traffic repeated every sub-batch: operands, plus weights when not resident."""
+        if self.weights_resident:
+            return self.operand_traffic
+        return self.operand_traffic + self.weight_load
+
+
+def _compute_cycles(macs: float, vector_ops: float, part: Partition, machine: Machine) -> float:
+    mac_cycles = macs / (machine.macs_per_cycle * part.throughput) if macs else 0.0
+    vec_cycles = vector_ops / (machine.vector_lanes * part.tiles) if vector_ops else 0.0
+    return max(mac_cycles, vec_cycles)
+
+
+def weights_fit(weight_bytes: int, part: Partition, machine: Machine) -> bool:
+    """Whether each tile's weight slice fits in its share of SRAM."""
+    per_tile = weight_bytes / max(1, part.input_copies)
+    return per_tile <= WEIGHT_SRAM_SHARE * machine.sram_bytes
+
+
+@lru_cache(maxsize=200_000)
+def layer_cost(layer: LayerWork, batch: int, region: Region, machine: Machine,
+               backward: bool = False) -> WorkCost:
+    """Cost of ``batch`` samples of ``layer`` (forward, or dX+dW when ``backward``)."""
+    dims = layer.dims
+    part = best_partition((batch, dims.k, dims.h, dims.w), region.count)
+    macs = (layer.backward_macs if backward else layer.macs) * batch
+    vec = (layer.backward_vector_ops if backward else layer.vector_ops) * batch
+    cycles = _compute_cycles(macs, vec, part, machine)
+    # Backward reads the saved activation and the output gradient, and writes the input
+    # gradient: about twice the forward operand volume.
+    volume = 2 if backward else 1
+    operands = Traffic(
+        sram_read_bytes=volume * (layer.input_bytes * batch * part.input_copies
+                                  + layer.weight_bytes * part.weight_copies),
+        sram_write_bytes=volume * layer.output_bytes * batch,
+    )
+    hops = dram_hops(Mesh.of(machine), region)
+    weight_load = Traffic.dram_read(layer.weight_bytes, hops) + Traffic(
+        noc_byte_hops=layer.weight_bytes * max(0, part.weight_copies - 1) * hops)
+    energy = (macs * machine.mac_pj / part.utilisation + vec * machine.vector_op_pj
+              + traffic_energy(operands, machine))
+    return WorkCost(cycles, energy, operands, part,
+                    weights_fit(layer.weight_bytes, part, machine), weight_load)

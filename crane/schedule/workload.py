@@ -1,0 +1,156 @@
+"""The scheduler's input: a DAG of layers with per-sample work and traffic.
+
+Everything here is per sample; the batch size is a separate parameter of the search, so one
+``Workload`` serves every batch. Byte counts are in bytes at the machine's element width as
+the builder was told (``elem_bytes``). Training work (dX and dW) is carried per layer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
+
+GEMM_KINDS = frozenset({"conv", "matmul", "fc", "attention"})
+"""Kinds whose backward pass needs both dX and dW products (about twice the forward MACs)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Dims:
+    """Loop extents used to factorise a layer over tiles (per sample, batch excluded).
+
+    Convolutions use K (out channels), C (in channels), H, W (output size) and R, S (kernel).
+    A matmul ``[M, K] @ [K, N]`` is a 1x1 convolution with H = M, W = 1, C = K and K = N.
+    """
+
+    k: int = 1
+    c: int = 1
+    h: int = 1
+    w: int = 1
+    r: int = 1
+    s: int = 1
+
+    @classmethod
+    def conv(cls, k: int, c: int, h: int, w: int, r: int = 1, s: int = 1) -> Dims:
+        """Dims of a convolution with output ``k x h x w`` over ``c`` inputs, kernel ``r x s``."""
+        return cls(k=k, c=c, h=h, w=w, r=r, s=s)
+
+    @classmethod
+    def matmul(cls, m: int, n: int, k: int) -> Dims:
+        """Dims of ``[m, k] @ [k, n]``."""
+        return cls(k=n, c=k, h=m, w=1)
+
+    @property
+    def partitionable(self) -> tuple[int, int, int]:
+        """The per-sample extents SET partitions over tiles besides the batch: K, H, W."""
+        return (self.k, self.h, self.w)
+
+
+@dataclass(frozen=True, slots=True)
+class LayerWork:
+    """One layer's per-sample work, its weights and its traffic to and from neighbours."""
+
+    name: str
+    kind: str
+    macs: int
+    vector_ops: int
+    weight_bytes: int
+    output_bytes: int
+    dims: Dims
+    inputs: tuple[tuple[str, int], ...] = ()
+    """(predecessor name, bytes read from it per sample)."""
+    external_input_bytes: int = 0
+    """Bytes read per sample from outside the network (the network input in DRAM)."""
+    backward_macs: int = 0
+    backward_vector_ops: int = 0
+
+    @property
+    def predecessors(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.inputs)
+
+    @property
+    def input_bytes(self) -> int:
+        """All bytes this layer reads per sample, from predecessors and from outside."""
+        return sum(b for _, b in self.inputs) + self.external_input_bytes
+
+    @classmethod
+    def make(
+        cls,
+        name: str,
+        kind: str,
+        *,
+        macs: int,
+        vector_ops: int,
+        weight_bytes: int,
+        output_bytes: int,
+        dims: Dims,
+        inputs: Iterable[tuple[str, int]] = (),
+        external_input_bytes: int = 0,
+    ) -> LayerWork:
+        """A layer whose backward work follows the usual rule (dX + dW for GEMM-like kinds)."""
+        gemm = kind in GEMM_KINDS
+        return cls(
+            name=name, kind=kind, macs=macs, vector_ops=vector_ops, weight_bytes=weight_bytes,
+            output_bytes=output_bytes, dims=dims, inputs=tuple(inputs),
+            external_input_bytes=external_input_bytes,
+            backward_macs=2 * macs if gemm else 0,
+            backward_vector_ops=vector_ops if gemm else 2 * vector_ops,
+        )
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A network as a DAG of layers in topological order."""
+
+    name: str
+    layers: tuple[LayerWork, ...]
+    elem_bytes: int = 1
+    _index: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, name: str, layers: Iterable[LayerWork], elem_bytes: int = 1) -> Workload:
+        """Validate and build: unique names, predecessors defined before use."""
+        ordered = tuple(layers)
+        index: dict[str, int] = {}
+        for pos, layer in enumerate(ordered):
+            if layer.name in index:
+                raise ValueError(f"duplicate layer name {layer.name!r}")
+            missing = [p for p in layer.predecessors if p not in index]
+            if missing:
+                raise ValueError(f"layer {layer.name!r} reads undefined {missing}")
+            index[layer.name] = pos
+        return cls(name=name, layers=ordered, elem_bytes=elem_bytes, _index=index)
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    def layer(self, name: str) -> LayerWork:
+        return self.layers[self._index[name]]
+
+    def position(self, name: str) -> int:
+        return self._index[name]
+
+    @cached_property
+    def successors(self) -> dict[str, tuple[str, ...]]:
+        """Consumers of each layer, in topological order."""
+        succ: dict[str, list[str]] = {layer.name: [] for layer in self.layers}
+        for layer in self.layers:
+            for pred in layer.predecessors:
+                succ[pred].append(layer.name)
+        return {name: tuple(names) for name, names in succ.items()}
+
+    @property
+    def total_macs(self) -> int:
+        return sum(layer.macs for layer in self.layers)
+
+    @property
+    def total_backward_macs(self) -> int:
+        return sum(layer.backward_macs for layer in self.layers)
+
+    @property
+    def total_weight_bytes(self) -> int:
+        return sum(layer.weight_bytes for layer in self.layers)
+
+    def outputs(self) -> tuple[str, ...]:
+        """Layers nobody inside the network consumes: their results go to DRAM."""
+        return tuple(name for name, succ in self.successors.items() if not succ)
