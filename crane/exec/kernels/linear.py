@@ -45,10 +45,11 @@ def matmul_backward(grad_out: Array, a: Array, b: Array) -> tuple[Array, Array]:
     b2 = b[:, None] if b.ndim == 1 else b
     g2 = grad_out
     # Re-insert the axes numpy dropped for 1-D operands so the 2-D rules apply.
-    if a.ndim == 1:
-        g2 = np.expand_dims(g2, -2)
+    # (b's axis first, so that a 0-d gradient from vector @ vector stays well-formed).
     if b.ndim == 1:
         g2 = np.expand_dims(g2, -1)
+    if a.ndim == 1:
+        g2 = np.expand_dims(g2, -2)
     grad_a = reduce_to_shape(np.matmul(g2, np.swapaxes(b2, -1, -2)), a2.shape)
     grad_b = reduce_to_shape(np.matmul(np.swapaxes(a2, -1, -2), g2), b2.shape)
     return grad_a.reshape(a.shape), grad_b.reshape(b.shape)
