@@ -1,0 +1,214 @@
+"""The ``test`` dialect: a few small ops for exercising the IR core, passes and tools.
+
+    test.func @f(%a: i32) -> i32 {
+      %c = test.constant 3 : i32
+      %s = test.addi %a, %c : i32
+      test.return %s : i32
+    }
+"""
+
+from __future__ import annotations
+
+from crane.ir.attributes import EnumAttr, IntAttr
+from crane.ir.context import Dialect
+from crane.ir.core import Operation, Value, VerifyError
+from crane.ir.function_syntax import parse_function, print_function
+from crane.ir.location import UNKNOWN, Location
+from crane.ir.opspec import Attr, Operand, OpSpec, Result
+from crane.ir.parser import Parser
+from crane.ir.printer import Printer
+from crane.ir.traits import (
+    Commutative, HasParent, IsolatedFromAbove, IsTerminator, NoTerminator, Pure,
+    SameOperandsAndResultType, SingleBlock, Symbol,
+)
+from crane.ir.types import FunctionType, Type
+
+
+class ConstantOp(Operation):
+    """``%c = test.constant 3 : i32``"""
+
+    __slots__ = ()
+    spec = OpSpec("test.constant", results=(Result("result"),),
+                  attributes=(Attr("value", IntAttr),), summary="an integer constant")
+    traits = (Pure(),)
+
+    @classmethod
+    def build(cls, value: int, type: Type, location: Location = UNKNOWN) -> ConstantOp:
+        op = cls.create(None, (), (type,), {"value": IntAttr(value)}, (), location)
+        assert isinstance(op, ConstantOp)
+        return op
+
+    @property
+    def value(self) -> int:
+        attr = self.attributes["value"]
+        assert isinstance(attr, IntAttr)
+        return attr.value
+
+    def print_custom(self, p: Printer) -> None:
+        p.write(f" {self.value}")
+        p.print_attr_dict(self.attributes, exclude=("value",))
+        p.write(f" : {self.results[0].type}")
+
+    @classmethod
+    def parse_custom(cls, p: Parser) -> Operation:
+        value = p.parse_integer()
+        attrs = p.parse_optional_attr_dict()
+        p.parse_punct(":", "before the constant's type")
+        return cls.create(None, (), (p.parse_type(),), {"value": IntAttr(value), **attrs})
+
+
+class _BinaryOp(Operation):
+    """``%r = test.<op> %a, %b : T``: both operands and the result have type T."""
+
+    __slots__ = ()
+
+    @classmethod
+    def build(cls, lhs: Value, rhs: Value, location: Location = UNKNOWN) -> Operation:
+        return cls.create(None, (lhs, rhs), (lhs.type,), {}, (), location)
+
+    def print_custom(self, p: Printer) -> None:
+        p.write(" ")
+        p.print_operands(self._operands)
+        p.print_attr_dict(self.attributes)
+        p.write(f" : {self.results[0].type}")
+
+    @classmethod
+    def parse_custom(cls, p: Parser) -> Operation:
+        lhs = p.parse_operand_ref()
+        p.parse_punct(",", "between the operands")
+        rhs = p.parse_operand_ref()
+        attrs = p.parse_optional_attr_dict()
+        p.parse_punct(":", "before the type")
+        type = p.parse_type()
+        operands = p.resolve_all([lhs, rhs], [type, type])
+        return cls.create(None, operands, (type,), attrs)
+
+
+def _binary_spec(name: str) -> OpSpec:
+    return OpSpec(name, operands=(Operand("lhs"), Operand("rhs")), results=(Result("result"),))
+
+
+class AddOp(_BinaryOp):
+    __slots__ = ()
+    spec = _binary_spec("test.addi")
+    traits = (Pure(), Commutative(), SameOperandsAndResultType())
+
+
+class MulOp(_BinaryOp):
+    __slots__ = ()
+    spec = _binary_spec("test.muli")
+    traits = (Pure(), Commutative(), SameOperandsAndResultType())
+
+
+class SubOp(_BinaryOp):
+    __slots__ = ()
+    spec = _binary_spec("test.subi")
+    traits = (Pure(), SameOperandsAndResultType())
+
+
+class XorOp(_BinaryOp):
+    __slots__ = ()
+    spec = _binary_spec("test.xori")
+    traits = (Pure(), Commutative(), SameOperandsAndResultType())
+
+
+class EffectOp(Operation):
+    """An op with side effects (never removed by DCE or merged by CSE), default custom form."""
+
+    __slots__ = ()
+    spec = OpSpec("test.effect", operands=(Operand("inputs", variadic=True),),
+                  results=(Result("outputs", variadic=True),),
+                  attributes=(Attr("kind", EnumAttr, optional=True),))
+
+
+class PositiveOp(Operation):
+    """Verifier demo: ``value`` must be positive."""
+
+    __slots__ = ()
+    spec = OpSpec("test.positive", results=(Result("result"),), attributes=(Attr("value", IntAttr),))
+    traits = (Pure(),)
+
+    def verify_op(self) -> None:
+        value = self.attributes["value"]
+        if isinstance(value, IntAttr) and value.value <= 0:
+            raise VerifyError(f"requires a positive 'value', got {value.value}")
+
+
+class RegionOp(Operation):
+    """An op with one region that needs no terminator (default custom form)."""
+
+    __slots__ = ()
+    spec = OpSpec("test.region", operands=(Operand("inputs", variadic=True),),
+                  results=(Result("outputs", variadic=True),), regions=1)
+    traits = (NoTerminator(), SingleBlock())
+
+
+class FuncOp(Operation):
+    """A function: symbol, isolated body ending in ``test.return``."""
+
+    __slots__ = ()
+    spec = OpSpec("test.func", regions=1, summary="a function")
+    traits = (Symbol(), IsolatedFromAbove(), SingleBlock())
+
+    def verify_op(self) -> None:
+        ftype = self.attributes.get("function_type")
+        entry = self.regions[0].blocks[0] if self.regions[0].blocks else None
+        if ftype is None or entry is None:
+            raise VerifyError("requires a 'function_type' attribute and a body")
+        inputs = tuple(a.type for a in entry.args)
+        declared = getattr(ftype, "type", None)
+        if not isinstance(declared, FunctionType) or declared.inputs != inputs:
+            raise VerifyError("entry block arguments do not match the function type")
+
+    def print_custom(self, p: Printer) -> None:
+        print_function(p, self)
+
+    @classmethod
+    def parse_custom(cls, p: Parser) -> Operation:
+        return parse_function(p, cls)
+
+
+class ReturnOp(Operation):
+    """``test.return %a : i32`` ends a function body."""
+
+    __slots__ = ()
+    spec = OpSpec("test.return", operands=(Operand("values", variadic=True),))
+    traits = (IsTerminator(), HasParent(("test.func",)))
+
+    def verify_op(self) -> None:
+        func = self.parent_op
+        ftype = None if func is None else func.attributes.get("function_type")
+        declared = getattr(ftype, "type", None)
+        types = tuple(v.type for v in self._operands)
+        if isinstance(declared, FunctionType) and declared.results != types:
+            shown = ", ".join(map(str, declared.results)) or "nothing"
+            raise VerifyError(f"returns ({', '.join(map(str, types))}) but the function "
+                              f"returns ({shown})")
+
+    def print_custom(self, p: Printer) -> None:
+        if not self._operands:
+            return
+        p.write(" ")
+        p.print_operands(self._operands)
+        p.write(" : ")
+        p.print_types(v.type for v in self._operands)
+
+    @classmethod
+    def parse_custom(cls, p: Parser) -> Operation:
+        refs = p.parse_operand_refs()
+        types: list[Type] = []
+        if refs:
+            p.parse_punct(":", "before the returned types")
+            types.append(p.parse_type())
+            while p.parse_optional_punct(","):
+                types.append(p.parse_type())
+        return cls.create(None, p.resolve_all(refs, types))
+
+
+TEST = Dialect(
+    "test",
+    (ConstantOp, AddOp, MulOp, SubOp, XorOp, EffectOp, PositiveOp, RegionOp, FuncOp, ReturnOp),
+    enums={"test.kind": ("read", "write", "none")},
+    summary="ops for testing the toolkit",
+)
+

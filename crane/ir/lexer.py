@@ -1,0 +1,77 @@
+"""Tokens of the IR text, scanned on demand by position (one compiled regex per token).
+
+The parser asks for the next token at its current offset; types such as
+``tensor<1x64xf32>`` are scanned whole by dedicated patterns, so dimension lists never
+need a tokeniser of their own.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+
+from crane.ir.location import FileLineColLoc
+
+SKIP = re.compile(r"(?:[ \t\r\n]+|//[^\n]*)*")
+TOKEN = re.compile(
+    r"""(?P<value>%[A-Za-z0-9_$.-]+(?:\#[0-9]+)?)
+      | (?P<block>\^[A-Za-z0-9_$.-]+)
+      | (?P<symbol>@(?:[A-Za-z_][A-Za-z0-9_$.-]*|"(?:[^"\\\n]|\\.)*"))
+      | (?P<hash>\#[A-Za-z_][A-Za-z0-9_$.]*)
+      | (?P<float>-?(?:[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+))
+      | (?P<int>-?[0-9]+)
+      | (?P<string>"(?:[^"\\\n]|\\.)*")
+      | (?P<arrow>->)
+      | (?P<dcolon>::)
+      | (?P<ident>[A-Za-z_][A-Za-z0-9_$.]*)
+      | (?P<punct>[(){}\[\]<>,:=?*+-])
+    """,
+    re.VERBOSE,
+)
+SHAPED = re.compile(r"((?:(?:[0-9]+|\?)x)*)([a-z][a-z0-9]*)")
+_ESCAPE = re.compile(r"\\(u\{[0-9A-Fa-f]+\}|[0-9A-Fa-f]{2}|.)")
+_SIMPLE_ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    kind: str
+    text: str
+    start: int
+    end: int
+
+
+def unescape(literal: str) -> str:
+    """The value of a string literal (with its quotes)."""
+    body = literal[1:-1]
+    if "\\" not in body:
+        return body
+    return _ESCAPE.sub(_unescape_one, body)
+
+
+def _unescape_one(match: re.Match[str]) -> str:
+    code = match.group(1)
+    if code in _SIMPLE_ESCAPES:
+        return _SIMPLE_ESCAPES[code]
+    if code.startswith("u{"):
+        return chr(int(code[2:-1], 16))
+    if len(code) == 2:
+        return chr(int(code, 16))
+    return code
+
+
+class SourceText:
+    """Text plus line starts, to turn offsets into ``file:line:col`` locations quickly."""
+
+    __slots__ = ("name", "text", "_line_starts")
+
+    def __init__(self, name: str, text: str) -> None:
+        self.name = name
+        self.text = text
+        self._line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+
+    def location(self, offset: int) -> FileLineColLoc:
+        line = bisect.bisect_right(self._line_starts, offset)
+        col = offset - self._line_starts[line - 1] + 1
+        return FileLineColLoc(self.name, line, col)
