@@ -126,11 +126,21 @@ def chain_regions(layers: Sequence[Layer], in_hw: Pair, output: Region) -> tuple
     regions: list[OpRegion] = []
     needed = output
     for index in range(len(layers) - 1, -1, -1):
-        step = op_region(layers[index].window, shapes[index], needed)
+        step = _idle(needed) if needed.area == 0 else op_region(layers[index].window, shapes[index], needed)
         regions.append(step)
         needed = step.input
     regions.reverse()
     return tuple(regions)
+
+
+def live_start(steps: Sequence[OpRegion]) -> int:
+    """Index of the first op a tile must run: ops before it have nothing to compute.
+
+    A window lying entirely in padding reads no real pixel (say a 1x1 conv padded by 2), so
+    for a border tile the ops feeding it may have empty outputs and are skipped.
+    """
+    empty = [index for index, step in enumerate(steps) if step.output.area == 0]
+    return empty[-1] + 1 if empty else 0
 
 
 def split_axis(size: int, parts: int) -> tuple[Interval, ...]:
@@ -166,6 +176,11 @@ def grid_from_cuts(
 def grid_from_axes(rows: Sequence[Interval], cols: Sequence[Interval]) -> tuple[Region, ...]:
     """The Cartesian product of row and column intervals, row-major."""
     return tuple(Region(r, c) for r in rows for c in cols)
+
+
+def _idle(output: Region) -> OpRegion:
+    """The step of an op with an empty output: no input and no padding."""
+    return OpRegion(Region(Interval(0, 0), Interval(0, 0)), (0, 0, 0, 0), output)
 
 
 def _check_inside(region: Region, hw: Pair) -> None:
