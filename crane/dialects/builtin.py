@@ -63,3 +63,12 @@ class ModuleOp(Operation):
 
 
 BUILTIN = Dialect("builtin", (ModuleOp,), summary="the module")
+
+
+def as_module(ops: list[Operation], location: Location = UNKNOWN) -> ModuleOp:
+    """The module of a parsed file: its one top-level module, or an implicit one around all ops."""
+    if len(ops) == 1 and isinstance(ops[0], ModuleOp):
+        return ops[0]
+    for op in ops:
+        op.detach()
+    return ModuleOp.build(ops, location=location)

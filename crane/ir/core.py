@@ -81,7 +81,11 @@ class OpResult(Value):
     __slots__ = ("op", "index")
 
     def __init__(self, type: Type, op: Operation, index: int) -> None:
-        super().__init__(type)
+        # Fields set inline rather than through super().__init__: this is the hottest
+        # constructor of the parser.
+        self.type = type
+        self.uses = []
+        self.name_hint = None
         self.op = op
         self.index = index
 

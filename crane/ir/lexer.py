@@ -9,37 +9,43 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass
-
 from crane.ir.location import FileLineColLoc
 
 SKIP = re.compile(r"(?:[ \t\r\n]+|//[^\n]*)*")
+# Alternatives are ordered by how often they occur (values, names, punctuation), since
+# the regex engine tries them in turn; ``shaped`` must precede ``ident`` and ``->`` and
+# negative numbers must precede the ``-`` punctuation.
 TOKEN = re.compile(
-    r"""(?P<value>%[A-Za-z0-9_$.-]+(?:\#[0-9]+)?)
-      | (?P<block>\^[A-Za-z0-9_$.-]+)
-      | (?P<symbol>@(?:[A-Za-z_][A-Za-z0-9_$.-]*|"(?:[^"\\\n]|\\.)*"))
-      | (?P<hash>\#[A-Za-z_][A-Za-z0-9_$.]*)
-      | (?P<float>-?(?:[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+))
-      | (?P<int>-?[0-9]+)
-      | (?P<string>"(?:[^"\\\n]|\\.)*")
+    r"""[ \t\r\n]*(?://[^\n]*[ \t\r\n]*)*
+    (?:(?P<value>%[A-Za-z0-9_$.-]+(?:\#[0-9]+)?)
+      | (?P<shaped>(?:tensor|buffer)<(?:(?:[0-9]+|\?)x)*[a-z][a-z0-9]*)
+      | (?P<ident>[A-Za-z_][A-Za-z0-9_$.]*)
       | (?P<arrow>->)
       | (?P<dcolon>::)
-      | (?P<ident>[A-Za-z_][A-Za-z0-9_$.]*)
+      | (?P<float>-?(?:[0-9]+\.[0-9]*(?:[eE][+-]?[0-9]+)?|[0-9]+[eE][+-]?[0-9]+))
+      | (?P<int>-?[0-9]+)
       | (?P<punct>[(){}\[\]<>,:=?*+-])
+      | (?P<string>"(?:[^"\\\n]|\\.)*")
+      | (?P<symbol>@(?:[A-Za-z_][A-Za-z0-9_$.-]*|"(?:[^"\\\n]|\\.)*"))
+      | (?P<hash>\#[A-Za-z_][A-Za-z0-9_$.]*)
+      | (?P<block>\^[A-Za-z0-9_$.-]+))
     """,
     re.VERBOSE,
 )
-SHAPED = re.compile(r"((?:(?:[0-9]+|\?)x)*)([a-z][a-z0-9]*)")
 _ESCAPE = re.compile(r"\\(u\{[0-9A-Fa-f]+\}|[0-9A-Fa-f]{2}|.)")
 _SIMPLE_ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
 
 
-@dataclass(frozen=True, slots=True)
 class Token:
-    kind: str
-    text: str
-    start: int
-    end: int
+    """One token: its kind (the regex group name), text and offsets."""
+
+    __slots__ = ("kind", "text", "start", "end")
+
+    def __init__(self, kind: str, text: str, start: int, end: int) -> None:
+        self.kind = kind
+        self.text = text
+        self.start = start
+        self.end = end
 
 
 def unescape(literal: str) -> str:
@@ -59,6 +65,24 @@ def _unescape_one(match: re.Match[str]) -> str:
     if len(code) == 2:
         return chr(int(code, 16))
     return code
+
+
+def tokenize(text: str) -> list[Token]:
+    """All tokens of ``text``, ending with an ``eof`` token (or a ``bad`` one, then ``eof``)."""
+    tokens: list[Token] = []
+    append = tokens.append
+    end = 0
+    for match in TOKEN.finditer(text):
+        kind = match.lastgroup
+        if match.start() != end or kind is None:
+            break
+        end = match.end()
+        append(Token(kind, match.group(kind), match.start(kind), end))
+    start = SKIP.match(text, end).end()  # type: ignore[union-attr]
+    if start < len(text):
+        append(Token("bad", text[start], start, start + 1))
+    append(Token("eof", "", len(text), len(text)))
+    return tokens
 
 
 class SourceText:

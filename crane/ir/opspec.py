@@ -20,7 +20,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from crane.ir.attributes import Attribute
 from crane.ir.core import Operation, VerifyError
@@ -76,15 +76,34 @@ class OpSpec:
     summary: str = ""
     allow_extra_attributes: bool = True
     """Discardable attributes beyond the declared ones are allowed (as in MLIR)."""
+    _simple_operands: bool = field(init=False, repr=False, compare=False, default=False)
+    _simple_results: bool = field(init=False, repr=False, compare=False, default=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_simple_operands", _is_simple(self.operands))
+        object.__setattr__(self, "_simple_results", _is_simple(self.results))
 
     def verify(self, op: Operation) -> None:
         """Check counts, types and attributes of ``op`` against this spec."""
-        _check_values("operand", self.operands, op.operands)
-        _check_values("result", self.results, op.results)
+        # Fast path: a fixed number of unconstrained values needs only a length check.
+        if self._simple_operands:
+            if len(op._operands) != len(self.operands):
+                raise VerifyError(f"expected {len(self.operands)} operand(s), found {len(op._operands)}")
+        else:
+            _check_values("operand", self.operands, op.operands)
+        if self._simple_results:
+            if len(op.results) != len(self.results):
+                raise VerifyError(f"expected {len(self.results)} result(s), found {len(op.results)}")
+        else:
+            _check_values("result", self.results, op.results)
         if len(op.regions) != self.regions:
             raise VerifyError(f"expected {self.regions} region(s), found {len(op.regions)}")
         for attr in self.attributes:
             _check_attribute(attr, op.attributes.get(attr.name))
+
+
+def _is_simple(defs: tuple[Operand, ...] | tuple[Result, ...]) -> bool:
+    return all(d.constraint is None and not d.variadic for d in defs)
 
 
 def _check_values(kind: str, defs: tuple[Operand, ...] | tuple[Result, ...],

@@ -92,8 +92,11 @@ class SameOperandsAndResultType(Trait):
     """All operands and results have one type, so the custom form prints it once."""
 
     def verify(self, op: Operation) -> None:
-        types = {v.type for v in op.operands} | {r.type for r in op.results}
-        if len(types) > 1:
+        values = [*op._operands, *op.results]
+        if not values:
+            return
+        first = values[0].type
+        if any(v.type != first for v in values):
             raise VerifyError("requires the same type for all operands and results")
 
 
