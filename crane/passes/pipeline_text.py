@@ -22,7 +22,8 @@ import re
 from dataclasses import dataclass, field
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
-_WORD = re.compile(r"[^\s(){},=\"]+")
+# A run that reads as one (possibly malformed) name, for messages like "got '1cse'".
+_WORD = re.compile(r"[A-Za-z0-9_.-]+")
 # Parentheses are excluded from bare values so that a forgotten '}' is reported at the
 # ')' that follows, instead of silently swallowing the rest of the pipeline.
 _BARE_VALUE = re.compile(r"[^\s{}\"()]+")
