@@ -10,7 +10,9 @@ import numpy as np
 from crane.exec.kernels._types import Array, Pad4, Pair
 
 
-def output_size(size: int, kernel: int, stride: int, pad_lo: int, pad_hi: int, dilation: int) -> int:
+def output_size(
+    size: int, kernel: int, stride: int, pad_lo: int, pad_hi: int, dilation: int
+) -> int:
     """Output extent of one spatial axis (floor mode); trailing rows that fit no window are unused."""
     span = dilation * (kernel - 1) + 1
     out = (size + pad_lo + pad_hi - span) // stride + 1
@@ -21,9 +23,7 @@ def output_size(size: int, kernel: int, stride: int, pad_lo: int, pad_hi: int, d
     return out
 
 
-def output_hw(
-    hw: Pair, kernel: Pair, stride: Pair, padding: Pad4, dilation: Pair = (1, 1)
-) -> Pair:
+def output_hw(hw: Pair, kernel: Pair, stride: Pair, padding: Pad4, dilation: Pair = (1, 1)) -> Pair:
     """Output (H, W) for an NCHW window op with explicit (top, bottom, left, right) padding."""
     top, bottom, left, right = padding
     oh = output_size(hw[0], kernel[0], stride[0], top, bottom, dilation[0])
@@ -46,9 +46,7 @@ def crop_hw(x: Array, padding: Pad4) -> Array:
     return x[..., top : h - bottom, left : w - right]
 
 
-def tap_slices(
-    tap: Pair, stride: Pair, dilation: Pair, out_hw: Pair
-) -> tuple[slice, slice]:
+def tap_slices(tap: Pair, stride: Pair, dilation: Pair, out_hw: Pair) -> tuple[slice, slice]:
     """Slices of the padded (H, W) axes read by kernel tap ``tap`` for every output pixel."""
     i, j = tap
     h0, w0 = i * dilation[0], j * dilation[1]
@@ -59,4 +57,6 @@ def tap_slices(
 
 def _check_padding(padding: Pad4) -> None:
     if len(padding) != 4 or min(padding) < 0:
-        raise ValueError(f"padding must be four non-negative ints (top, bottom, left, right), got {padding}")
+        raise ValueError(
+            f"padding must be four non-negative ints (top, bottom, left, right), got {padding}"
+        )

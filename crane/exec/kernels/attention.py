@@ -180,8 +180,16 @@ def attention_backward(grad_out: Array, ctx: AttentionContext) -> AttentionGrads
     gx_k, g_wk, g_bk = linear_backward(merge_heads(g_k), ctx.x_kv, w.wk, has_bias=w.bk is not None)
     gx_v, g_wv, g_bv = linear_backward(merge_heads(g_v), ctx.x_kv, w.wv, has_bias=w.bv is not None)
     return AttentionGrads(
-        x_q=gx_q, x_kv=gx_k + gx_v, wq=g_wq, wk=g_wk, wv=g_wv, wo=g_wo,
-        bq=g_bq, bk=g_bk, bv=g_bv, bo=g_bo,
+        x_q=gx_q,
+        x_kv=gx_k + gx_v,
+        wq=g_wq,
+        wk=g_wk,
+        wv=g_wv,
+        wo=g_wo,
+        bq=g_bq,
+        bk=g_bk,
+        bv=g_bv,
+        bo=g_bo,
     )
 
 

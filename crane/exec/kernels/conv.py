@@ -50,7 +50,12 @@ def conv2d_forward(
     Depthwise convolution is ``groups == C`` with weight (C * m, 1, KH, KW).
     """
     n, o, oh, ow = conv2d_output_shape(
-        _shape4(x), _shape4(weight), stride=stride, padding=padding, dilation=dilation, groups=groups
+        _shape4(x),
+        _shape4(weight),
+        stride=stride,
+        padding=padding,
+        dilation=dilation,
+        groups=groups,
     )
     xg = _group_input(pad_hw(x, padding), groups)
     wg = _group_weight(weight, groups)

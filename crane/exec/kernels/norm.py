@@ -39,7 +39,9 @@ def batchnorm_backward_train(
     grad_beta = grad_out.sum(axis=axes)
     grad_gamma = (grad_out * xhat).sum(axis=axes)
     scale = _bn_expand(gamma * inv_std / count, x)
-    grad_x = scale * (count * grad_out - _bn_expand(grad_beta, x) - xhat * _bn_expand(grad_gamma, x))
+    grad_x = scale * (
+        count * grad_out - _bn_expand(grad_beta, x) - xhat * _bn_expand(grad_gamma, x)
+    )
     return grad_x, grad_gamma, grad_beta
 
 

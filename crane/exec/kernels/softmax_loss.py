@@ -42,7 +42,9 @@ def softmax_cross_entropy(
     ``(loss, grad_logits)`` where ``grad_logits = grad_loss * (softmax - onehot) / count``.
     """
     if logits.shape[:-1] != labels.shape:
-        raise ValueError(f"labels {labels.shape} must match logits {logits.shape} minus the class axis")
+        raise ValueError(
+            f"labels {labels.shape} must match logits {logits.shape} minus the class axis"
+        )
     num_classes = logits.shape[-1]
     if labels.size and (labels.min() < 0 or labels.max() >= num_classes):
         raise IndexError(f"labels must lie in [0, {num_classes})")

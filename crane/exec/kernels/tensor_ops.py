@@ -18,7 +18,9 @@ def reduce_to_shape(grad: Array, shape: tuple[int, ...]) -> Array:
     lead = grad.ndim - len(shape)
     if lead < 0:
         raise ValueError(f"cannot reduce gradient of shape {grad.shape} to {shape}")
-    stretched = tuple(lead + k for k, size in enumerate(shape) if size == 1 and grad.shape[lead + k] != 1)
+    stretched = tuple(
+        lead + k for k, size in enumerate(shape) if size == 1 and grad.shape[lead + k] != 1
+    )
     summed = grad.sum(axis=tuple(range(lead)) + stretched, keepdims=True)
     return summed.reshape(shape)
 

@@ -33,14 +33,21 @@ class ConvCase:
 
     @property
     def kwargs(self) -> WindowKwargs:
-        return {"stride": self.stride, "padding": self.padding, "dilation": self.dilation, "groups": self.groups}
+        return {
+            "stride": self.stride,
+            "padding": self.padding,
+            "dilation": self.dilation,
+            "groups": self.groups,
+        }
 
 
 CONV_CASES = [
     ConvCase("basic_pad1", (2, 3, 5, 5), 4, (3, 3), padding=(1, 1, 1, 1)),
     ConvCase("no_bias_1x1", (2, 3, 4, 3), 2, (1, 1), bias=False),
     ConvCase("stride2_nondivisible", (1, 2, 8, 7), 3, (3, 3), stride=(2, 2)),
-    ConvCase("stride_2x3_nondivisible", (2, 2, 9, 10), 2, (2, 3), stride=(2, 3), padding=(1, 0, 0, 1)),
+    ConvCase(
+        "stride_2x3_nondivisible", (2, 2, 9, 10), 2, (2, 3), stride=(2, 3), padding=(1, 0, 0, 1)
+    ),
     ConvCase("dilated", (1, 2, 7, 8), 3, (3, 2), dilation=(2, 3)),
     ConvCase("grouped", (2, 4, 5, 5), 6, (3, 3), padding=(1, 1, 1, 1), groups=2),
     ConvCase("depthwise", (2, 3, 6, 5), 3, (3, 3), stride=(2, 1), padding=(1, 1, 1, 1), groups=3),

@@ -57,7 +57,9 @@ def check_gradients(
     out = forward(**work)
     proj = np.random.default_rng(seed).standard_normal(np.shape(out))
     analytic = backward(proj, **work)
-    assert set(analytic) == set(work), f"backward returned {sorted(analytic)}, inputs {sorted(work)}"
+    assert set(analytic) == set(work), (
+        f"backward returned {sorted(analytic)}, inputs {sorted(work)}"
+    )
 
     def loss() -> float:
         return float(np.sum(forward(**work) * proj))
@@ -70,7 +72,6 @@ def check_gradients(
             continue
         err = relative_error(grad_arr, numeric)
         assert err <= tol, f"gradient of {name!r}: relative error {err:.3e} > {tol:.1e}"
-
 
 
 def distinct_values(shape: tuple[int, ...], rng: np.random.Generator, gap: float = 0.1) -> Array:

@@ -36,7 +36,9 @@ def _gelu_tanh_bwd(g: Array, x: Array) -> Array:
 
 
 def _reference(name: str, x: Array) -> Array:
-    exact_gelu = np.array([0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in x.ravel()]).reshape(x.shape)
+    exact_gelu = np.array([0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in x.ravel()]).reshape(
+        x.shape
+    )
     table = {
         "relu": np.where(x > 0, x, 0.0),
         "sigmoid": 1 / (1 + np.exp(-x)),
@@ -70,7 +72,9 @@ def test_activation(name: str, fwd: Fn, bwd: Bwd, rng: np.random.Generator) -> N
 def test_backward_from_output(rng: np.random.Generator) -> None:
     x = rng.standard_normal((4, 5))
     g = rng.standard_normal((4, 5))
-    np.testing.assert_allclose(sigmoid_backward_from_output(g, sigmoid_forward(x)), sigmoid_backward(g, x))
+    np.testing.assert_allclose(
+        sigmoid_backward_from_output(g, sigmoid_forward(x)), sigmoid_backward(g, x)
+    )
     np.testing.assert_allclose(tanh_backward_from_output(g, tanh_forward(x)), tanh_backward(g, x))
 
 
@@ -78,7 +82,9 @@ def test_sigmoid_is_stable_for_large_inputs() -> None:
     x = np.array([-1000.0, -40.0, 0.0, 40.0, 1000.0])
     with np.errstate(over="raise", invalid="raise", divide="raise"):
         out = sigmoid_forward(x)
-    np.testing.assert_allclose(out, [0.0, 1 / (1 + math.exp(40)), 0.5, 1 / (1 + math.exp(-40)), 1.0])
+    np.testing.assert_allclose(
+        out, [0.0, 1 / (1 + math.exp(40)), 0.5, 1 / (1 + math.exp(-40)), 1.0]
+    )
 
 
 def test_erf_matches_math_erf() -> None:

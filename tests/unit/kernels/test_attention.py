@@ -39,7 +39,11 @@ def test_sdpa(causal: bool, mask_kind: str, rng: np.random.Generator) -> None:
     }
     keep = rng.random((b, 1, sq, sk)) > 0.3
     keep[..., 0] = True  # every query keeps key 0, so no row is fully masked
-    mask: Array | np.ndarray | None = {"none": None, "bool": keep, "additive": np.where(keep, 0.0, -np.inf)}[mask_kind]
+    mask: Array | np.ndarray | None = {
+        "none": None,
+        "bool": keep,
+        "additive": np.where(keep, 0.0, -np.inf),
+    }[mask_kind]
     combined = None if mask is None else keep
     if causal:
         combined = causal_mask(sq, sk) if combined is None else combined & causal_mask(sq, sk)
@@ -110,7 +114,17 @@ def test_attention_expands_into_pieces(rng: np.random.Generator) -> None:
     case = MHA_CASES[2]
     p = _mha_inputs(case, rng)
     out, _ = attention_forward(
-        p["x_q"], p["x_kv"], p["wq"], p["wk"], p["wv"], p["wo"], p["bq"], p["bk"], p["bv"], p["bo"], num_heads=2
+        p["x_q"],
+        p["x_kv"],
+        p["wq"],
+        p["wk"],
+        p["wv"],
+        p["wo"],
+        p["bq"],
+        p["bk"],
+        p["bv"],
+        p["bo"],
+        num_heads=2,
     )
     q = split_heads(linear_forward(p["x_q"], p["wq"], p["bq"]), 2)
     k = split_heads(linear_forward(p["x_kv"], p["wk"], p["bk"]), 2)

@@ -41,7 +41,10 @@ def _shape4(a: Array) -> tuple[int, int, int, int]:
 
 
 def _inputs(case: ConvCase, rng: np.random.Generator) -> dict[str, Array]:
-    inputs: dict[str, Array] = {"x": rng.standard_normal(case.x), "w": rng.standard_normal(case.weight)}
+    inputs: dict[str, Array] = {
+        "x": rng.standard_normal(case.x),
+        "w": rng.standard_normal(case.weight),
+    }
     if case.bias:
         inputs["b"] = rng.standard_normal(case.out_channels)
     return inputs
@@ -51,7 +54,9 @@ def _inputs(case: ConvCase, rng: np.random.Generator) -> dict[str, Array]:
 def test_conv2d_forward_matches_direct_loop(case: ConvCase, rng: np.random.Generator) -> None:
     inp = _inputs(case, rng)
     got = conv2d_forward(inp["x"], inp["w"], inp.get("b"), **case.kwargs)
-    np.testing.assert_allclose(got, naive_conv2d(inp["x"], inp["w"], inp.get("b"), case), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        got, naive_conv2d(inp["x"], inp["w"], inp.get("b"), case), rtol=1e-12, atol=1e-12
+    )
 
 
 @pytest.mark.parametrize("case", CONV_CASES, ids=lambda c: c.name)

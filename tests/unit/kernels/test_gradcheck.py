@@ -12,4 +12,6 @@ def test_gradcheck_rejects_a_wrong_gradient(rng: np.random.Generator) -> None:
 
 
 def test_gradcheck_accepts_the_right_gradient(rng: np.random.Generator) -> None:
-    check_gradients(lambda x: x**3, lambda g, x: {"x": g * 3 * x**2}, {"x": rng.standard_normal((3, 4))})
+    check_gradients(
+        lambda x: x**3, lambda g, x: {"x": g * 3 * x**2}, {"x": rng.standard_normal((3, 4))}
+    )

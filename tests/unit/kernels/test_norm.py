@@ -31,9 +31,9 @@ def test_batchnorm_train(shape: tuple[int, ...], rng: np.random.Generator) -> No
     out, mean, inv_std = batchnorm_forward_train(**inputs, eps=EPS)
     np.testing.assert_allclose(mean, inputs["x"].mean(axis=axes))
     np.testing.assert_allclose(inv_std, 1 / np.sqrt(inputs["x"].var(axis=axes) + EPS))
-    normalised = (out - inputs["beta"].reshape(1, c, *[1] * (len(shape) - 2))) / inputs["gamma"].reshape(
-        1, c, *[1] * (len(shape) - 2)
-    )
+    normalised = (out - inputs["beta"].reshape(1, c, *[1] * (len(shape) - 2))) / inputs[
+        "gamma"
+    ].reshape(1, c, *[1] * (len(shape) - 2))
     np.testing.assert_allclose(normalised.mean(axis=axes), 0, atol=1e-12)
 
     def forward(x: Array, gamma: Array, beta: Array) -> Array:
@@ -48,11 +48,19 @@ def test_batchnorm_train(shape: tuple[int, ...], rng: np.random.Generator) -> No
 
 
 def test_batchnorm_inference(rng: np.random.Generator) -> None:
-    inputs = {"x": rng.standard_normal((3, 2, 2, 2)), "gamma": rng.standard_normal(2), "beta": rng.standard_normal(2)}
+    inputs = {
+        "x": rng.standard_normal((3, 2, 2, 2)),
+        "gamma": rng.standard_normal(2),
+        "beta": rng.standard_normal(2),
+    }
     running_mean = rng.standard_normal(2)
     running_var = rng.uniform(0.5, 2.0, 2)
-    out = batchnorm_forward_inference(**inputs, running_mean=running_mean, running_var=running_var, eps=EPS)
-    expected = (inputs["x"] - running_mean[:, None, None]) / np.sqrt(running_var[:, None, None] + EPS)
+    out = batchnorm_forward_inference(
+        **inputs, running_mean=running_mean, running_var=running_var, eps=EPS
+    )
+    expected = (inputs["x"] - running_mean[:, None, None]) / np.sqrt(
+        running_var[:, None, None] + EPS
+    )
     expected = expected * inputs["gamma"][:, None, None] + inputs["beta"][:, None, None]
     np.testing.assert_allclose(out, expected, rtol=1e-13)
 
@@ -60,7 +68,9 @@ def test_batchnorm_inference(rng: np.random.Generator) -> None:
         return batchnorm_forward_inference(x, gamma, beta, running_mean, running_var, eps=EPS)
 
     def backward(g: Array, x: Array, gamma: Array, beta: Array) -> Mapping[str, Array]:
-        dx, dgamma, dbeta = batchnorm_backward_inference(g, x, gamma, running_mean, running_var, eps=EPS)
+        dx, dgamma, dbeta = batchnorm_backward_inference(
+            g, x, gamma, running_mean, running_var, eps=EPS
+        )
         return {"x": dx, "gamma": dgamma, "beta": dbeta}
 
     check_gradients(forward, backward, inputs)
@@ -84,8 +94,12 @@ def test_layernorm(shape: tuple[int, ...], norm_ndim: int, rng: np.random.Genera
     axes = tuple(range(len(shape) - norm_ndim, len(shape)))
     out, mean, inv_std = layernorm_forward(**inputs, eps=EPS)
     x = inputs["x"]
-    expected = (x - x.mean(axis=axes, keepdims=True)) / np.sqrt(x.var(axis=axes, keepdims=True) + EPS)
-    np.testing.assert_allclose(out, expected * inputs["gamma"] + inputs["beta"], rtol=1e-12, atol=1e-12)
+    expected = (x - x.mean(axis=axes, keepdims=True)) / np.sqrt(
+        x.var(axis=axes, keepdims=True) + EPS
+    )
+    np.testing.assert_allclose(
+        out, expected * inputs["gamma"] + inputs["beta"], rtol=1e-12, atol=1e-12
+    )
     assert mean.shape == inv_std.shape == shape[: len(shape) - norm_ndim] + (1,) * norm_ndim
 
     def forward(x: Array, gamma: Array, beta: Array) -> Array:

@@ -44,13 +44,21 @@ def test_momentum_two_steps(nesterov: bool) -> None:
 def test_adam_two_steps(wd: float, decoupled: bool) -> None:
     lr, b1, b2, eps = 0.01, 0.9, 0.999, 1e-8
     update = partial(
-        adam_update, lr=lr, beta1=b1, beta2=b2, eps=eps, weight_decay=wd, decoupled_weight_decay=decoupled
+        adam_update,
+        lr=lr,
+        beta1=b1,
+        beta2=b2,
+        eps=eps,
+        weight_decay=wd,
+        decoupled_weight_decay=decoupled,
     )
     m0 = v0 = np.zeros(3)
     p1, m1, v1 = update(P0, G1, m0, v0, step=1)
     p2, m2, v2 = update(p1, G2, m1, v1, step=2)
 
-    def hand(p: np.ndarray, g: np.ndarray, m: np.ndarray, v: np.ndarray, t: int) -> tuple[np.ndarray, ...]:
+    def hand(
+        p: np.ndarray, g: np.ndarray, m: np.ndarray, v: np.ndarray, t: int
+    ) -> tuple[np.ndarray, ...]:
         base = p * (1 - lr * wd) if decoupled else p
         g = g if decoupled else g + wd * p
         m = b1 * m + (1 - b1) * g

@@ -30,7 +30,9 @@ POOL_CASES: list[tuple[str, tuple[int, int, int, int], Pair, Pair, Pad4]] = [
 ]
 
 
-def naive_pool(x: Array, kernel: Pair, stride: Pair, padding: Pad4, kind: str, include_pad: bool) -> Array:
+def naive_pool(
+    x: Array, kernel: Pair, stride: Pair, padding: Pad4, kind: str, include_pad: bool
+) -> Array:
     """Direct definition: reduce each window of the padded input."""
     top, bottom, left, right = padding
     fill = -np.inf if kind == "max" else 0.0
@@ -51,7 +53,14 @@ def naive_pool(x: Array, kernel: Pair, stride: Pair, padding: Pad4, kind: str, i
 
 
 @pytest.mark.parametrize(("name", "shape", "kernel", "stride", "padding"), POOL_CASES)
-def test_max_pool(name: str, shape: tuple[int, ...], kernel: Pair, stride: Pair, padding: Pad4, rng: np.random.Generator) -> None:
+def test_max_pool(
+    name: str,
+    shape: tuple[int, ...],
+    kernel: Pair,
+    stride: Pair,
+    padding: Pad4,
+    rng: np.random.Generator,
+) -> None:
     x = distinct_values(shape, rng)
     got = max_pool2d_forward(x, kernel=kernel, stride=stride, padding=padding)
     np.testing.assert_array_equal(got, naive_pool(x, kernel, stride, padding, "max", False))
@@ -78,8 +87,12 @@ def test_avg_pool(
     rng: np.random.Generator,
 ) -> None:
     x = rng.standard_normal(shape)
-    got = avg_pool2d_forward(x, kernel=kernel, stride=stride, padding=padding, count_include_pad=include_pad)
-    np.testing.assert_allclose(got, naive_pool(x, kernel, stride, padding, "avg", include_pad), rtol=1e-13)
+    got = avg_pool2d_forward(
+        x, kernel=kernel, stride=stride, padding=padding, count_include_pad=include_pad
+    )
+    np.testing.assert_allclose(
+        got, naive_pool(x, kernel, stride, padding, "avg", include_pad), rtol=1e-13
+    )
 
     def forward(x: Array) -> Array:
         return avg_pool2d_forward(

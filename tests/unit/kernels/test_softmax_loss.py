@@ -20,7 +20,9 @@ def test_softmax_and_log_softmax(axis: int, rng: np.random.Generator) -> None:
     x = rng.standard_normal((3, 4, 5)) * 3
     out = softmax_forward(x, axis=axis)
     np.testing.assert_allclose(out, np.exp(x) / np.exp(x).sum(axis=axis, keepdims=True), rtol=1e-13)
-    np.testing.assert_allclose(log_softmax_forward(x, axis=axis), np.log(out), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(
+        log_softmax_forward(x, axis=axis), np.log(out), rtol=1e-12, atol=1e-14
+    )
     check_gradients(
         lambda x: softmax_forward(x, axis=axis),
         lambda g, x: {"x": softmax_backward(g, softmax_forward(x, axis=axis), axis=axis)},
@@ -39,7 +41,9 @@ def test_softmax_large_logits_do_not_overflow() -> None:
 
 
 @pytest.mark.parametrize(("shape", "classes"), [((4,), 5), ((2, 3), 4)])
-def test_softmax_cross_entropy(shape: tuple[int, ...], classes: int, rng: np.random.Generator) -> None:
+def test_softmax_cross_entropy(
+    shape: tuple[int, ...], classes: int, rng: np.random.Generator
+) -> None:
     logits = rng.standard_normal((*shape, classes)) * 2
     labels = rng.integers(0, classes, shape)
     loss, grad = softmax_cross_entropy(logits, labels)
@@ -69,7 +73,9 @@ def test_softmax_cross_entropy_validates_labels() -> None:
 
 def test_mse(rng: np.random.Generator) -> None:
     inputs = {"pred": rng.standard_normal((3, 4)), "target": rng.standard_normal((3, 4))}
-    np.testing.assert_allclose(mse_loss_forward(**inputs), ((inputs["pred"] - inputs["target"]) ** 2).mean())
+    np.testing.assert_allclose(
+        mse_loss_forward(**inputs), ((inputs["pred"] - inputs["target"]) ** 2).mean()
+    )
 
     def backward(g: Array, pred: Array, target: Array) -> dict[str, Array]:
         dp, dt = mse_loss_backward(pred, target, grad_loss=g)

@@ -43,7 +43,9 @@ BROADCAST_SHAPES = [
 
 
 @pytest.mark.parametrize(("sa", "sb"), BROADCAST_SHAPES)
-def test_add_sub_mul_gradients(sa: tuple[int, ...], sb: tuple[int, ...], rng: np.random.Generator) -> None:
+def test_add_sub_mul_gradients(
+    sa: tuple[int, ...], sb: tuple[int, ...], rng: np.random.Generator
+) -> None:
     inputs = {"a": rng.standard_normal(sa), "b": rng.standard_normal(sb)}
 
     def add_bwd(g: Array, a: Array, b: Array) -> Mapping[str, Array]:
@@ -71,7 +73,11 @@ def test_reduce_to_shape_keeps_and_sums_axes() -> None:
 
 
 def test_concat_split(rng: np.random.Generator) -> None:
-    xs = {"a": rng.standard_normal((2, 1, 3)), "b": rng.standard_normal((2, 4, 3)), "c": rng.standard_normal((2, 2, 3))}
+    xs = {
+        "a": rng.standard_normal((2, 1, 3)),
+        "b": rng.standard_normal((2, 4, 3)),
+        "c": rng.standard_normal((2, 2, 3)),
+    }
     sizes = [1, 4, 2]
 
     def forward(a: Array, b: Array, c: Array) -> Array:
@@ -136,12 +142,16 @@ MATMUL_SHAPES = [
 
 
 @pytest.mark.parametrize(("sa", "sb"), MATMUL_SHAPES)
-def test_matmul_broadcasting(sa: tuple[int, ...], sb: tuple[int, ...], rng: np.random.Generator) -> None:
+def test_matmul_broadcasting(
+    sa: tuple[int, ...], sb: tuple[int, ...], rng: np.random.Generator
+) -> None:
     def backward(g: Array, a: Array, b: Array) -> Mapping[str, Array]:
         da, db = matmul_backward(g, a, b)
         return {"a": da, "b": db}
 
-    check_gradients(matmul_forward, backward, {"a": rng.standard_normal(sa), "b": rng.standard_normal(sb)})
+    check_gradients(
+        matmul_forward, backward, {"a": rng.standard_normal(sa), "b": rng.standard_normal(sb)}
+    )
 
 
 def test_embedding_repeated_ids(rng: np.random.Generator) -> None:
