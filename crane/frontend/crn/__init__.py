@@ -1,0 +1,36 @@
+"""The `.crn` language: parse a model file into an elaborated, shape-checked Network.
+
+    >>> from crane.frontend.crn import parse_crn
+    >>> net = parse_crn("network n { input x: f32[1, 8]; y = linear(x, out=4); }", "n.crn")
+    >>> net.layers[0].out_shape
+    (1, 4)
+
+Errors are raised as :class:`CrnErrors`, whose ``render()`` shows each one with its
+source line and a caret. The language is described in ``docs/crn-language.md``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from crane.frontend.crn.elaborate import elaborate
+from crane.frontend.errors import CrnError, CrnErrors
+from crane.frontend.model import Network, SourceLoc
+
+
+def parse_crn(text: str, filename: str = "<input>", network: str | None = None) -> Network:
+    """Elaborate `.crn` source text; imports are resolved relative to ``filename``."""
+    return elaborate(text, filename, network)
+
+
+def load_crn(path: str | Path, network: str | None = None) -> Network:
+    """Read and elaborate a `.crn` file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as problem:
+        raise CrnErrors([CrnError(SourceLoc(str(path), 1, 1), f"cannot read {path}: {problem}")]) from None
+    return elaborate(text, str(path), network)
+
+
+__all__ = ["CrnError", "CrnErrors", "load_crn", "parse_crn"]

@@ -1,0 +1,203 @@
+"""Parsing `.crn` text into the syntax tree of :mod:`crane.frontend.crn.ast`.
+
+The grammar (``grammar/crn.lark``) is run by Lark's LALR parser with an inline
+Transformer, so the tree is built during parsing, token by token, without an intermediate
+parse tree. Positions come from the tokens themselves (every node keeps the position of
+its leading token); that is why ``propagate_positions`` is off: it would cost about 60%
+of the parse time (toolkit-anchors §6) for information the tokens already carry.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import lark
+from lark import Token, v_args
+
+import crane
+from crane.frontend.crn import ast
+from crane.frontend.crn.syntax_errors import describe_syntax_error
+
+GRAMMAR_PATH = Path(crane.__file__).parent.parent / "grammar" / "crn.lark"
+
+
+def _pos(token: Token) -> ast.Pos:
+    return (token.line or 1, token.column or 1, len(token.value) or 1)
+
+
+def _expr_pos(node: Any) -> ast.Pos:
+    return node.pos
+
+
+@v_args(inline=True)
+class _ToAst(lark.Transformer[Token, ast.Module]):
+    """Builds AST nodes; one method per grammar rule or alias."""
+
+    def start(self, *items: ast.Item) -> ast.Module:
+        return ast.Module(items)
+
+    def import_stmt(self, path: Token) -> ast.Import:
+        return ast.Import(path.value[1:-1], _pos(path))
+
+    def block_def(self, name: Token, *rest: Any) -> ast.BlockDef:
+        params = tuple(r for r in rest if isinstance(r, ast.Param))
+        body = tuple(r for r in rest if r is not None and not isinstance(r, ast.Param))
+        return ast.BlockDef(name.value, params, body, _pos(name))
+
+    def param(self, name: Token, default: ast.Expr | None) -> ast.Param:
+        return ast.Param(name.value, default, _pos(name))
+
+    def network_def(self, name: Token, *body: ast.Stmt) -> ast.NetworkDef:
+        return ast.NetworkDef(name.value, body, _pos(name))
+
+    def assign(self, target: Token, value: ast.Expr) -> ast.Assign:
+        return ast.Assign(target.value, value, _pos(target))
+
+    def let_stmt(self, name: Token, value: ast.Expr) -> ast.Let:
+        return ast.Let(name.value, value, _pos(name))
+
+    def input_stmt(self, name: Token, dtype: Token, *dims: ast.Expr | None) -> ast.InputStmt:
+        kept = tuple(d for d in dims if d is not None)
+        return ast.InputStmt(name.value, ast.Name(dtype.value, _pos(dtype)), kept, _pos(name))
+
+    def output_stmt(self, keyword: Token, *names: Token) -> ast.OutputStmt:
+        return ast.OutputStmt(tuple(ast.Name(n.value, _pos(n)) for n in names), _pos(keyword))
+
+    def return_stmt(self, keyword: Token, value: ast.Expr) -> ast.Return:
+        return ast.Return(value, _pos(keyword))
+
+    def repeat_stmt(self, var: Token, start: ast.Expr, stop: ast.Expr, *body: ast.Stmt) -> ast.Repeat:
+        return ast.Repeat(var.value, start, stop, body, _pos(var))
+
+    def use_machine(self, name: Token) -> ast.UseMachine:
+        return ast.UseMachine(name.value, _pos(name))
+
+    def batch_stmt(self, keyword: Token, value: ast.Expr) -> ast.BatchStmt:
+        return ast.BatchStmt(value, _pos(keyword))
+
+    def train_stmt(self, keyword: Token, *items: Any) -> ast.TrainStmt:
+        return ast.TrainStmt(items, _pos(keyword))
+
+    def loss_item(self, keyword: Token, value: ast.Expr) -> ast.LossItem:
+        return ast.LossItem(value, _pos(keyword))
+
+    def optimizer_item(self, keyword: Token, call: ast.Call) -> ast.OptimizerItem:
+        return ast.OptimizerItem(call, _pos(keyword))
+
+    def machine_def(self, name: Token, base: Token | None, *fields: ast.Field) -> ast.MachineDef:
+        base_name = None if base is None else ast.Name(base.value, _pos(base))
+        return ast.MachineDef(name.value, base_name, fields, _pos(name))
+
+    def mesh_field(self, keyword: Token, rows: ast.Expr, cols: ast.Expr) -> ast.MeshField:
+        return ast.MeshField(rows, cols, _pos(keyword))
+
+    def ports_field(self, keyword: Token, ports: ast.PortsField) -> ast.PortsField:
+        return ast.PortsField(ports.named, ports.ports, _pos(keyword))
+
+    def ports_named(self, name: Token) -> ast.PortsField:
+        return ast.PortsField(ast.Name(name.value, _pos(name)), (), _pos(name))
+
+    def ports_listed(self, *ports: tuple[ast.Expr, ast.Expr]) -> ast.PortsField:
+        return ast.PortsField(None, ports, _expr_pos(ports[0][0]))
+
+    def port(self, row: ast.Expr, col: ast.Expr) -> tuple[ast.Expr, ast.Expr]:
+        return (row, col)
+
+    def value_field(self, name: Token, value: ast.Expr, unit: ast.Unit | None) -> ast.ValueField:
+        return ast.ValueField(name.value, value, unit, _pos(name))
+
+    def unit(self, num: Token, den: Token | None) -> ast.Unit:
+        return ast.Unit(num.value, None if den is None else den.value, _pos(num))
+
+    def add(self, left: ast.Expr, right: ast.Expr) -> ast.BinOp:
+        return ast.BinOp("+", left, right, left.pos)
+
+    def sub(self, left: ast.Expr, right: ast.Expr) -> ast.BinOp:
+        return ast.BinOp("-", left, right, left.pos)
+
+    def mul(self, left: ast.Expr, right: ast.Expr) -> ast.BinOp:
+        return ast.BinOp("*", left, right, left.pos)
+
+    def div(self, left: ast.Expr, right: ast.Expr) -> ast.BinOp:
+        return ast.BinOp("/", left, right, left.pos)
+
+    def floordiv(self, left: ast.Expr, right: ast.Expr) -> ast.BinOp:
+        return ast.BinOp("//", left, right, left.pos)
+
+    def mod(self, left: ast.Expr, right: ast.Expr) -> ast.BinOp:
+        return ast.BinOp("%", left, right, left.pos)
+
+    def neg(self, operand: ast.Expr) -> ast.Neg:
+        return ast.Neg(operand, operand.pos)
+
+    def int_lit(self, token: Token) -> ast.Num:
+        return ast.Num(int(token.value), _pos(token))
+
+    def float_lit(self, token: Token) -> ast.Num:
+        return ast.Num(float(token.value), _pos(token))
+
+    def str_lit(self, token: Token) -> ast.Str:
+        return ast.Str(token.value[1:-1], _pos(token))
+
+    def true_lit(self, token: Token) -> ast.Bool:
+        return ast.Bool(True, _pos(token))
+
+    def false_lit(self, token: Token) -> ast.Bool:
+        return ast.Bool(False, _pos(token))
+
+    def name_ref(self, token: Token) -> ast.Name:
+        return ast.Name(token.value, _pos(token))
+
+    def list_lit(self, bracket: Token, *items: ast.Expr | None) -> ast.ListExpr:
+        return ast.ListExpr(tuple(i for i in items if i is not None), _pos(bracket))
+
+    def call(self, func: Token, *args: ast.Expr | ast.KwArg | None) -> ast.Call:
+        positional = tuple(a for a in args if a is not None and not isinstance(a, ast.KwArg))
+        keywords = tuple(a for a in args if isinstance(a, ast.KwArg))
+        return ast.Call(func.value, positional, keywords, _pos(func), _late_positional(args))
+
+    def kwarg(self, name: Token, value: ast.Expr) -> ast.KwArg:
+        return ast.KwArg(name.value, value, _pos(name))
+
+
+def _late_positional(args: tuple[ast.Expr | ast.KwArg | None, ...]) -> ast.Pos | None:
+    seen_keyword = False
+    for arg in args:
+        if isinstance(arg, ast.KwArg):
+            seen_keyword = True
+        elif arg is not None and seen_keyword:
+            return arg.pos
+    return None
+
+
+def _strict_available() -> bool:
+    # Lark's strict mode needs the optional `interegular` package to check terminal
+    # collisions; the grammar is checked strictly wherever it is installed (CI and tests).
+    return importlib.util.find_spec("interegular") is not None
+
+
+@functools.cache
+def parser() -> lark.Lark:
+    """The shared LALR parser for `.crn` text (built once, cached on disk by Lark)."""
+    return lark.Lark(
+        GRAMMAR_PATH.read_text(encoding="utf-8"),
+        parser="lalr",
+        lexer="contextual",
+        transformer=_ToAst(),
+        strict=_strict_available(),
+        cache=True,
+        maybe_placeholders=True,
+    )
+
+
+def parse_module(text: str) -> ast.Module:
+    """Parse `.crn` text; a syntax error becomes ``SyntaxProblem`` with a friendly message."""
+    try:
+        module = parser().parse(text)
+    except lark.exceptions.UnexpectedInput as error:
+        raise describe_syntax_error(error, text, parser()) from None
+    assert isinstance(module, ast.Module)
+    return module
