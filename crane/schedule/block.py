@@ -1,0 +1,103 @@
+"""Blocks: a contiguous run of a workload's layers scheduled with one ScT/MeT pair.
+
+A ``Block`` is a basic block in the paper's sense: its sub-blocks are layers, in topological
+order, with any DAG of dependencies among them (chains, branches and merges inside one block
+are handled by the dependency constraint). Blocks compose into a ``Hierarchy``: a sequence of
+blocks run one after another on the whole machine, which the paper's tables express as a
+left-nested chain of two-child composite blocks using states 1 and 3 (sequential).
+
+Data crossing a block boundary comes from (or goes to) DRAM, or stays in SRAM when the
+boundary is *fused* (the hierarchy decides that per boundary).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from crane.schedule.workload import LayerWork, Workload
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """Producer column ``src`` feeds consumer column ``dst`` with ``bytes`` per sample."""
+
+    src: int
+    dst: int
+    bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """Layers ``start .. stop-1`` of a workload as one schedulable block."""
+
+    name: str
+    layers: tuple[LayerWork, ...]
+    edges: tuple[Edge, ...]
+    external_in: tuple[int, ...]
+    """Bytes per sample each column reads from outside the block."""
+    external_out: tuple[int, ...]
+    """Bytes per sample each column must leave for consumers outside the block."""
+    in_from_sram: bool = False
+    out_to_sram: bool = False
+
+    @property
+    def n(self) -> int:
+        return len(self.layers)
+
+    @property
+    def deps(self) -> tuple[tuple[int, int], ...]:
+        return tuple(sorted({(e.src, e.dst) for e in self.edges}))
+
+    def consumers(self, column: int) -> tuple[Edge, ...]:
+        return tuple(e for e in self.edges if e.src == column)
+
+    @classmethod
+    def of(cls, workload: Workload, start: int, stop: int, *, in_from_sram: bool = False,
+           out_to_sram: bool = False) -> Block:
+        """The block of layers ``[start, stop)``; outside traffic is derived from the DAG."""
+        layers = workload.layers[start:stop]
+        local = {layer.name: i for i, layer in enumerate(layers)}
+        edges: list[Edge] = []
+        ext_in: list[int] = []
+        for j, layer in enumerate(layers):
+            outside = layer.external_input_bytes
+            for pred, nbytes in layer.inputs:
+                if pred in local:
+                    edges.append(Edge(local[pred], j, nbytes))
+                else:
+                    outside += nbytes
+            ext_in.append(outside)
+        ext_out = [_outside_bytes(workload, layer, local) for layer in layers]
+        name = f"{layers[0].name}..{layers[-1].name}" if len(layers) > 1 else layers[0].name
+        return cls(name, layers, tuple(edges), tuple(ext_in), tuple(ext_out),
+                   in_from_sram, out_to_sram)
+
+
+def _outside_bytes(workload: Workload, layer: LayerWork, local: dict[str, int]) -> int:
+    """Output bytes a layer leaves for the rest of the network (or the network's result)."""
+    succ = workload.successors[layer.name]
+    if not succ or any(s not in local for s in succ):
+        return layer.output_bytes
+    return 0
+
+
+def crossing_bytes(workload: Workload, cut: int) -> int:
+    """Per-sample bytes of the tensors alive across the cut before layer ``cut``."""
+    total = 0
+    for layer in workload.layers[:cut]:
+        if any(workload.position(s) >= cut for s in workload.successors[layer.name]):
+            total += layer.output_bytes
+    return total
+
+
+@dataclass(frozen=True, slots=True)
+class Hierarchy:
+    """Blocks executed in sequence; ``cuts`` are the layer positions between them."""
+
+    cuts: tuple[int, ...]
+    fused: tuple[bool, ...]
+    """Whether the data crossing each inner cut stays in SRAM."""
+
+    def spans(self, layers: int) -> tuple[tuple[int, int], ...]:
+        bounds = (0, *self.cuts, layers)
+        return tuple(zip(bounds[:-1], bounds[1:], strict=True))

@@ -1,0 +1,206 @@
+"""Cost of one block's schedule (a ``Plan``) and the ScT/MeT tables it stands for.
+
+This is the reference semantics the MILP encodes linearly (``crane.schedule.formulate``) and
+the exhaustive search enumerates; tests hold the three equal. Per state i with workload s_i:
+
+* compute: the sub-batch steps of each tile split (Eq. 18, slowest active layer per step);
+* a consumer takes ``max(0, ScT[i][j] - ScT[i-1][m])`` sub-batches straight from its
+  producer's tiles when both are active (pipelining, Dep^C); the rest comes from SRAM when
+  the producer is fused, else from DRAM (Dep^S, Dep^D);
+* a producer stores the sub-batches its consumers do not take directly: in SRAM if fused,
+  else in DRAM; block inputs and outputs cross the boundary through DRAM or SRAM;
+* latency of the state = max(compute, NoC time, DRAM time) (overlap); energy adds up.
+
+Inter-layer hop counts use the geometry of the state's first split.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from crane.cost.layer import WEIGHT_SRAM_SHARE
+from crane.cost.traffic import Traffic, dram_cycles, noc_cycles, traffic_energy
+from crane.hardware.machine import Machine
+from crane.schedule.block import Block
+from crane.schedule.options import (
+    StateOption,
+    edge_hops,
+    port_hops,
+    sram_hops,
+    state_options,
+)
+from crane.schedule.tables import MeT, ScT, Tables, grid, is_active, num_states
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A block schedule: sub-batch size, sub-batches per (state, split), fused producers."""
+
+    block: Block
+    subbatch: int
+    q: int
+    mix: tuple[tuple[int, ...], ...]
+    """``mix[i][o]``: sub-batches of state i run under the state's split o."""
+    fused: tuple[bool, ...]
+
+    @property
+    def workloads(self) -> tuple[int, ...]:
+        return tuple(sum(row) for row in self.mix)
+
+    @property
+    def sct(self) -> ScT:
+        return ScT.from_workloads(self.workloads, self.block.n)
+
+
+@dataclass(frozen=True, slots=True)
+class BlockCost:
+    """Latency, energy and traffic of a block schedule, and its peak storage."""
+
+    latency_cycles: float
+    energy_pj: float
+    traffic: Traffic
+    compute_cycles: float
+    peak_sram_bytes: float
+    """Activation bytes held in SRAM at a state boundary, whole chip."""
+    peak_dram_bytes: float
+    feasible: bool
+
+    @classmethod
+    def zero(cls) -> BlockCost:
+        return cls(0.0, 0.0, Traffic(), 0.0, 0.0, 0.0, True)
+
+    def then(self, other: BlockCost) -> BlockCost:
+        """Run ``other`` after this one."""
+        return BlockCost(
+            self.latency_cycles + other.latency_cycles, self.energy_pj + other.energy_pj,
+            self.traffic + other.traffic, self.compute_cycles + other.compute_cycles,
+            max(self.peak_sram_bytes, other.peak_sram_bytes),
+            max(self.peak_dram_bytes, other.peak_dram_bytes), self.feasible and other.feasible)
+
+
+def activation_capacity(machine: Machine, reserved: float = 0.0) -> float:
+    """SRAM bytes left for inter-layer activations once weights have their share."""
+    return machine.tiles * machine.sram_bytes * (1.0 - WEIGHT_SRAM_SHARE) - reserved
+
+
+def direct_take(sct: ScT, n: int, state: int, src: int, dst: int) -> int:
+    """Sub-batches ``dst`` takes from ``src`` inside ``state`` (both active), else 0."""
+    if not (is_active(n, state, src) and is_active(n, state, dst)):
+        return 0
+    prev = sct.values[state - 1][src] if state else 0
+    return max(0, sct.values[state][dst] - prev)
+
+
+def _state_traffic(plan: Plan, state: int, opt: StateOption, machine: Machine) -> Traffic:
+    """Inter-layer and boundary traffic of one state (Dep^C, Dep^S, Dep^D)."""
+    block, b, sct = plan.block, plan.subbatch, plan.sct
+    s = plan.workloads[state]
+    total = Traffic()
+    for e in block.edges:
+        if not is_active(block.n, state, e.dst):
+            continue
+        d = direct_take(sct, block.n, state, e.src, e.dst)
+        if d:
+            total = total + Traffic.on_chip(e.bytes * b * d,
+                                            edge_hops(machine, opt, e.src, e.dst))
+        stored = e.bytes * b * (s - d)
+        total = total + (Traffic.on_chip(stored, sram_hops(machine, opt, e.dst))
+                         if plan.fused[e.src]
+                         else Traffic.dram_read(stored, port_hops(machine, opt, e.dst)))
+    for m in opt.columns:
+        total = total + _producer_traffic(plan, state, m, opt, machine)
+    return total
+
+
+def _producer_traffic(plan: Plan, state: int, m: int, opt: StateOption,
+                      machine: Machine) -> Traffic:
+    block, b, s = plan.block, plan.subbatch, plan.workloads[state]
+    layer = block.layers[m]
+    total = Traffic()
+    ext_in = block.external_in[m] * b * s
+    total = total + (Traffic.on_chip(ext_in, sram_hops(machine, opt, m)) if block.in_from_sram
+                     else Traffic.dram_read(ext_in, port_hops(machine, opt, m)))
+    ext_out = block.external_out[m] * b * s
+    total = total + (Traffic(sram_write_bytes=ext_out) if block.out_to_sram
+                     else Traffic.dram_write(ext_out, port_hops(machine, opt, m)))
+    consumers = block.consumers(m)
+    if not consumers:
+        return total
+    kept = max(s - direct_take(plan.sct, block.n, state, m, e.dst) for e in consumers)
+    nbytes = layer.output_bytes * b * kept
+    return total + (Traffic(sram_write_bytes=nbytes) if plan.fused[m]
+                    else Traffic.dram_write(nbytes, port_hops(machine, opt, m)))
+
+
+def held(plan: Plan, state: int, column: int) -> int:
+    """Sub-batches of ``column``'s output not yet consumed inside the block after ``state``."""
+    v = plan.sct.values[state]
+    consumers = plan.block.consumers(column)
+    if not consumers:
+        return 0
+    return max(v[column] - v[e.dst] for e in consumers)
+
+
+def storage(plan: Plan, state: int) -> tuple[float, float]:
+    """(SRAM, DRAM) activation bytes held at the end of ``state``."""
+    block, b = plan.block, plan.subbatch
+    sram = dram = 0.0
+    for m, layer in enumerate(block.layers):
+        inner = held(plan, state, m) * layer.output_bytes * b
+        outer = plan.sct.values[state][m] * block.external_out[m] * b
+        sram += inner if plan.fused[m] else 0.0
+        dram += 0.0 if plan.fused[m] else inner
+        sram += outer if block.out_to_sram else 0.0
+        dram += 0.0 if block.out_to_sram else outer
+    return sram, dram
+
+
+def evaluate(plan: Plan, machine: Machine, sram_reserved: float = 0.0,
+             backward: bool = False) -> BlockCost:
+    """Latency, energy, traffic and peak storage of a plan (see the module docstring)."""
+    latency = energy = compute = peak_s = peak_d = 0.0
+    traffic = Traffic()
+    for i in range(num_states(plan.block.n)):
+        if plan.workloads[i] == 0:
+            continue
+        opts = state_options(plan.block, i, plan.subbatch, machine, backward)
+        inner = _state_traffic(plan, i, opts[0], machine)
+        step, comp = inner, 0.0
+        energy += traffic_energy(inner, machine)
+        for opt, count in zip(opts, plan.mix[i], strict=True):
+            comp += count * opt.cycles
+            # opt.energy_pj already prices the re-streamed weights in opt.traffic.
+            energy += count * opt.energy_pj
+            step = step + opt.traffic.scaled(count)
+            if count:
+                step = step + opt.weight_load
+                energy += traffic_energy(opt.weight_load, machine)
+        latency += max(comp, noc_cycles(step.noc_byte_hops, machine.tiles, machine),
+                       dram_cycles(step.dram_bytes, machine))
+        traffic = traffic + step
+        compute += comp
+        sram, dram = storage(plan, i)
+        peak_s, peak_d = max(peak_s, sram), max(peak_d, dram)
+    feasible = peak_s <= activation_capacity(machine, sram_reserved)
+    return BlockCost(latency, energy, traffic, compute, peak_s, peak_d, feasible)
+
+
+def tables_of(plan: Plan, sram_capacity: float | None = None) -> Tables:
+    """The ScT and MeT a plan stands for (FIFO ranges of unconsumed outputs)."""
+    block, sct = plan.block, plan.sct
+    dram_rows: list[list[int]] = []
+    sram_rows: list[list[int]] = []
+    for i in range(num_states(block.n)):
+        row_d, row_s = [], []
+        for m in range(block.n):
+            done = sct.values[i][m]
+            low = done - held(plan, i, m)
+            to_dram_outside = block.external_out[m] > 0 and not block.out_to_sram
+            to_sram_outside = block.external_out[m] > 0 and block.out_to_sram
+            row_s.append(0 if to_sram_outside else (low if plan.fused[m] else done))
+            row_d.append(0 if to_dram_outside else (done if plan.fused[m] else low))
+        dram_rows.append(row_d)
+        sram_rows.append(row_s)
+    volumes = tuple(float(layer.output_bytes * plan.subbatch) for layer in block.layers)
+    return Tables.uniform(sct, MeT(grid(dram_rows), grid(sram_rows)), block.deps, plan.q,
+                          volumes, sram_capacity)

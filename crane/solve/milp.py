@@ -1,0 +1,155 @@
+"""A small mixed-integer linear programming front end over HiGHS (``highspy``).
+
+Build a ``Model`` with variables, linear constraints and a linear objective, then ``solve``
+it. Expressions are plain ``{var index: coefficient}`` maps plus a constant, so callers need
+no solver types. A model can be solved repeatedly with extra constraints added in between,
+which is how the scheduler sweeps latency levels for an exact latency x energy optimum.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+
+import highspy
+import numpy as np
+
+INF = math.inf
+
+
+class Status(Enum):
+    OPTIMAL = "optimal"
+    FEASIBLE = "feasible"
+    """A solution exists but the time limit stopped the proof of optimality."""
+    INFEASIBLE = "infeasible"
+    UNBOUNDED = "unbounded"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Expr:
+    """A linear expression: sum of coefficient * variable, plus a constant."""
+
+    terms: Mapping[int, float] = field(default_factory=dict)
+    constant: float = 0.0
+
+    @classmethod
+    def of(cls, pairs: Iterable[tuple[int, float]], constant: float = 0.0) -> Expr:
+        """Sum duplicate variables' coefficients."""
+        terms: dict[int, float] = {}
+        for var, coef in pairs:
+            terms[var] = terms.get(var, 0.0) + coef
+        return cls(terms, constant)
+
+    def __add__(self, other: Expr) -> Expr:
+        return Expr.of([*self.terms.items(), *other.terms.items()],
+                       self.constant + other.constant)
+
+    def scaled(self, factor: float) -> Expr:
+        return Expr({v: c * factor for v, c in self.terms.items()}, self.constant * factor)
+
+    def value(self, values: np.ndarray) -> float:
+        return self.constant + sum(c * float(values[v]) for v, c in self.terms.items())
+
+
+@dataclass(frozen=True, slots=True)
+class Solution:
+    """Status, objective and variable values (empty when no solution was found)."""
+
+    status: Status
+    objective: float
+    values: np.ndarray
+
+    @property
+    def ok(self) -> bool:
+        return self.status in (Status.OPTIMAL, Status.FEASIBLE)
+
+    def __getitem__(self, var: int) -> float:
+        return float(self.values[var])
+
+
+_STATUS = {
+    highspy.HighsModelStatus.kOptimal: Status.OPTIMAL,
+    highspy.HighsModelStatus.kInfeasible: Status.INFEASIBLE,
+    highspy.HighsModelStatus.kUnbounded: Status.UNBOUNDED,
+    highspy.HighsModelStatus.kUnboundedOrInfeasible: Status.INFEASIBLE,
+}
+
+
+class Model:
+    """A MILP under construction: ``var`` adds columns, ``constrain`` adds rows."""
+
+    def __init__(self, name: str = "milp") -> None:
+        self.name = name
+        self.lower: list[float] = []
+        self.upper: list[float] = []
+        self.integer: list[bool] = []
+        self.names: list[str] = []
+        self.rows: list[tuple[Expr, float, float, str]] = []
+        self.objective = Expr()
+
+    @property
+    def num_vars(self) -> int:
+        return len(self.lower)
+
+    def var(self, name: str, lb: float = 0.0, ub: float = INF, integer: bool = False) -> int:
+        """Add a variable; returns its index, usable in ``Expr`` terms."""
+        self.lower.append(lb)
+        self.upper.append(ub)
+        self.integer.append(integer)
+        self.names.append(name)
+        return len(self.lower) - 1
+
+    def binary(self, name: str) -> int:
+        return self.var(name, 0.0, 1.0, integer=True)
+
+    def constrain(self, expr: Expr, lb: float = -INF, ub: float = INF, name: str = "") -> int:
+        """Add ``lb <= expr <= ub`` (the expression's constant moves to the bounds)."""
+        self.rows.append((expr, lb - expr.constant, ub - expr.constant, name))
+        return len(self.rows) - 1
+
+    def set_bounds(self, row: int, lb: float = -INF, ub: float = INF) -> None:
+        """Change the bounds of an existing constraint (its expression is kept)."""
+        expr, _, _, name = self.rows[row]
+        self.rows[row] = (expr, lb - expr.constant, ub - expr.constant, name)
+
+    def minimize(self, expr: Expr) -> None:
+        self.objective = expr
+
+    def _highs(self, time_limit: float | None) -> highspy.Highs:
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("threads", 1)
+        if time_limit is not None:
+            h.setOptionValue("time_limit", float(time_limit))
+        n = self.num_vars
+        cost = np.zeros(n)
+        for var, coef in self.objective.terms.items():
+            cost[var] = coef
+        h.addVars(n, np.array(self.lower), np.array(self.upper))
+        h.changeColsCost(n, np.arange(n, dtype=np.int32), cost)
+        ints = np.array([i for i, flag in enumerate(self.integer) if flag], dtype=np.int32)
+        if len(ints):
+            kinds = np.full(len(ints), highspy.HighsVarType.kInteger)
+            h.changeColsIntegrality(len(ints), ints, kinds)
+        for expr, lb, ub, _ in self.rows:
+            idx = np.array(list(expr.terms.keys()), dtype=np.int32)
+            val = np.array(list(expr.terms.values()), dtype=np.float64)
+            h.addRow(lb, ub, len(idx), idx, val)
+        return h
+
+    def solve(self, time_limit: float | None = None) -> Solution:
+        """Minimise the objective; the status says whether optimality was proven."""
+        h = self._highs(time_limit)
+        h.run()
+        raw = h.getModelStatus()
+        status = _STATUS.get(raw, Status.UNKNOWN)
+        has_point = h.getInfo().primal_solution_status == 2
+        if status is Status.UNKNOWN and has_point:
+            status = Status.FEASIBLE
+        if status not in (Status.OPTIMAL, Status.FEASIBLE):
+            return Solution(status, INF, np.zeros(0))
+        values = np.array(h.getSolution().col_value)
+        return Solution(status, self.objective.value(values), values)
