@@ -268,7 +268,9 @@ def _literal_converter(choices: tuple[object, ...]) -> _Converter:
         guess = closest_match(text, by_text)
         raise _Rejected(hint=f"; did you mean '{guess}'?" if guess else "")
 
-    type_text = " | ".join(f"'{text}'" for text in by_text)
+    type_text = " | ".join(
+        f"'{text}'" if isinstance(choice, str) else text for text, choice in by_text.items()
+    )
     return _Converter(type_text, f"one of {listing}", f"values among {listing}", convert)
 
 
