@@ -5,6 +5,8 @@ added to the gradient, heavy-ball momentum with optional Nesterov, Adam with
 bias correction and optional decoupled AdamW decay). Inputs are never modified.
 """
 
+import math
+
 import numpy as np
 
 from crane.exec.kernels._types import Array
@@ -69,5 +71,6 @@ def adam_update(
     new_m = beta1 * m + (1.0 - beta1) * g
     new_v = beta2 * v + (1.0 - beta2) * g * g
     m_hat = new_m / (1.0 - beta1**step)
-    denom = np.sqrt(new_v) / np.sqrt(1.0 - beta2**step) + eps
+    # math.sqrt keeps a Python float, so float32 parameters stay float32 (NEP 50).
+    denom = np.sqrt(new_v) / math.sqrt(1.0 - beta2**step) + eps
     return base - lr * m_hat / denom, new_m, new_v

@@ -66,7 +66,8 @@ def avg_pool2d_forward(
     """Mean over each window (divisor per ``count_include_pad``). Returns (N, C, OH, OW)."""
     stride = stride or kernel
     total = _stack_taps(x, kernel, stride, padding, 0.0).sum(axis=0)
-    return total / _avg_divisor(x.shape[-2:], kernel, stride, padding, count_include_pad)
+    divisor = _avg_divisor(x.shape[-2:], kernel, stride, padding, count_include_pad)
+    return (total / divisor).astype(x.dtype, copy=False)
 
 
 def avg_pool2d_backward(
@@ -82,7 +83,8 @@ def avg_pool2d_backward(
     stride = stride or kernel
     top, bottom, left, right = padding
     h, w = input_shape[-2], input_shape[-1]
-    scaled = grad_out / _avg_divisor((h, w), kernel, stride, padding, count_include_pad)
+    divisor = _avg_divisor((h, w), kernel, stride, padding, count_include_pad)
+    scaled = (grad_out / divisor).astype(grad_out.dtype, copy=False)
     padded_shape = (*input_shape[:-2], h + top + bottom, w + left + right)
     grad_pad = np.zeros(padded_shape, dtype=grad_out.dtype)
     out_hw = (grad_out.shape[-2], grad_out.shape[-1])
