@@ -273,6 +273,15 @@ def _kinds() -> tuple[LayerKind, ...]:
             rule.transpose, rule.no_weights, cost.zero, cost.zero,
         ),
         LayerKind(
+            "slice", "the elements start..stop (stop exclusive) of one axis", x,
+            (
+                _p("axis", ParamType.INT, REQUIRED, "axis to cut"),
+                _p("start", ParamType.INT, 0, "first index kept"),
+                _p("stop", ParamType.INT, REQUIRED, "first index dropped"),
+            ),
+            rule.slice_, rule.no_weights, cost.zero, cost.zero,
+        ),
+        LayerKind(
             "embedding", "look up rows of a (vocab, dim) table by integer ids", ("ids",),
             (
                 _p("vocab", ParamType.POS_INT, REQUIRED, "number of rows"),

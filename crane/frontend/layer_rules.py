@@ -302,6 +302,18 @@ def transpose(ins: tuple[Shape, ...], attrs: Attrs) -> Resolved:
     return tuple(x[p] for p in perm), dict(attrs)
 
 
+def slice_(ins: tuple[Shape, ...], attrs: Attrs) -> Resolved:
+    (x,) = ins
+    axis = _axis("slice", x, get_int(attrs, "axis"))
+    start, stop = get_int(attrs, "start"), get_int(attrs, "stop")
+    if not 0 <= start < stop <= x[axis]:
+        raise ShapeError(
+            f"slice {start}..{stop} does not fit dimension {axis} of {fmt(x)} (size {x[axis]}); "
+            f"it needs 0 <= start < stop <= {x[axis]}", "stop",
+        )
+    return (*x[:axis], stop - start, *x[axis + 1 :]), {**attrs, "axis": axis}
+
+
 def embedding(ins: tuple[Shape, ...], attrs: Attrs) -> Resolved:
     return (*ins[0], get_int(attrs, "dim")), dict(attrs)
 

@@ -274,9 +274,9 @@ def _optimizer(ctx: Ctx, frame: Frame, call: ast.Call) -> Optimizer:
     for name, default in spec.items():
         if name not in hyper and default is None:
             raise ctx.error(frame.file, call.pos, f"{call.func} needs {name}=...")
-        if name not in hyper and default is not None:
-            hyper[name] = default
-    return Optimizer(call.func, hyper)
+    # In the table's order, defaults filled in, so equal sections compare equal.
+    ordered = {name: hyper.get(name, default) for name, default in spec.items()}
+    return Optimizer(call.func, ordered)  # type: ignore[arg-type]
 
 
 def _hyper(ctx: Ctx, frame: Frame, kw: ast.KwArg, boolean: bool) -> float | bool:
