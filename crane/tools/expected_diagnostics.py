@@ -17,6 +17,7 @@ reported rather than silently ignored, since a typo would otherwise pass the tes
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Sequence
@@ -180,13 +181,15 @@ def _parse_annotation(
     message = _message_of(line_text, pos, line, name)
     if isinstance(message, ExpectationSyntaxError):
         return message
-    column = found.start() + 1
+    annotation = _Annotation(found.group(1), designator, message, None, line, found.start() + 1)
     if not (is_regex or regex_after):
-        return _Annotation(found.group(1), designator, message, None, line, column)
-    regex = _compile_regex(message, line, column, name)
+        return annotation
+    # The message starts right after the '{{' that _message_of found.
+    message_column = line_text.index("{{", pos) + 3
+    regex = _compile_regex(message, message_column, annotation)
     if isinstance(regex, ExpectationSyntaxError):
         return regex
-    return _Annotation(found.group(1), designator, message, regex, line, column)
+    return dataclasses.replace(annotation, regex=regex)
 
 
 def _parse_designator(
@@ -233,20 +236,40 @@ def _message_of(line_text: str, pos: int, line: int, name: str) -> str | Expecta
     return line_text[start + 2 : close]
 
 
-def _compile_regex(message: str, line: int, column: int, name: str) -> str | ExpectationSyntaxError:
-    """Escape the literal parts of a ``-re`` message and keep its ``{{...}}`` pieces."""
+def _compile_regex(
+    message: str, message_column: int, annotation: _Annotation
+) -> str | ExpectationSyntaxError:
+    """Escape the literal parts of a ``-re`` message and keep its ``{{...}}`` pieces.
+
+    Each piece is compiled on its own first, so an error names the piece and its column
+    instead of an offset into a regex the user never wrote.
+    """
     pieces: list[str] = []
     pos = 0
+    name = f"expected-{annotation.severity}-re"
     for piece in _REGEX_PIECE.finditer(message):
+        problem = _regex_problem(piece.group(1))
+        if problem:
+            column = message_column + piece.start(1)
+            text = f"invalid regex '{piece.group(1)}' in {name}: {problem}"
+            return ExpectationSyntaxError(annotation.line, column, text)
         pieces.extend([re.escape(message[pos : piece.start()]), f"(?:{piece.group(1)})"])
         pos = piece.end()
     pieces.append(re.escape(message[pos:]))
     regex = "".join(pieces)
+    problem = _regex_problem(regex)
+    if problem:
+        text = f"invalid regex in {name}: {problem}"
+        return ExpectationSyntaxError(annotation.line, annotation.column, text)
+    return regex
+
+
+def _regex_problem(regex: str) -> str:
     try:
         re.compile(regex)
     except re.error as error:
-        return ExpectationSyntaxError(line, column, f"invalid regex in {name}-re: {error}")
-    return regex
+        return error.msg
+    return ""
 
 
 def _resolve_line(
