@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from crane.ir.attributes import EnumAttr, IntAttr
 from crane.ir.context import Dialect
 from crane.ir.core import Operation, Value, VerifyError
@@ -17,9 +19,17 @@ from crane.ir.location import UNKNOWN, Location
 from crane.ir.opspec import Attr, Operand, OpSpec, Result
 from crane.ir.parser import Parser
 from crane.ir.printer import Printer
+from crane.ir.rewriting import PatternRewriter, RewritePattern
 from crane.ir.traits import (
-    Commutative, HasParent, IsolatedFromAbove, IsTerminator, NoTerminator, Pure,
-    SameOperandsAndResultType, SingleBlock, Symbol,
+    Commutative,
+    HasParent,
+    IsolatedFromAbove,
+    IsTerminator,
+    NoTerminator,
+    Pure,
+    SameOperandsAndResultType,
+    SingleBlock,
+    Symbol,
 )
 from crane.ir.types import FunctionType, Type
 
@@ -61,6 +71,7 @@ class _BinaryOp(Operation):
     """``%r = test.<op> %a, %b : T``: both operands and the result have type T."""
 
     __slots__ = ()
+    canonicalization_patterns: ClassVar[tuple[RewritePattern, ...]] = ()
 
     @classmethod
     def build(cls, lhs: Value, rhs: Value, location: Location = UNKNOWN) -> Operation:
@@ -212,3 +223,56 @@ TEST = Dialect(
     summary="ops for testing the toolkit",
 )
 
+
+
+class FoldConstantArithmetic(RewritePattern):
+    """``test.<op> (constant a), (constant b)`` -> ``test.constant (a op b)``."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> bool:
+        fold = _FOLDERS.get(op.name)
+        if fold is None:
+            return False
+        lhs, rhs = (v.owner_op for v in op.operands)
+        if not isinstance(lhs, ConstantOp) or not isinstance(rhs, ConstantOp):
+            return False
+        value = fold(lhs.value, rhs.value)
+        rewriter.replace_op_with(op, ConstantOp.build(value, op.results[0].type, op.location))
+        return True
+
+
+class DropNeutralOperand(RewritePattern):
+    """``x + 0``, ``x * 1``, ``x - 0``, ``x ^ 0`` -> ``x``."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> bool:
+        neutral = _NEUTRAL.get(op.name)
+        if neutral is None:
+            return False
+        rhs = op.operand(1).owner_op
+        if not isinstance(rhs, ConstantOp) or rhs.value != neutral:
+            return False
+        rewriter.replace_op(op, [op.operand(0)])
+        return True
+
+
+class ConstantsToTheRight(RewritePattern):
+    """Commutative ops keep a constant operand on the right, so other patterns see one shape."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> bool:
+        if not op.has_trait(Commutative):
+            return False
+        lhs, rhs = op.operands
+        if not isinstance(lhs.owner_op, ConstantOp) or isinstance(rhs.owner_op, ConstantOp):
+            return False
+        op.set_operands([rhs, lhs])
+        rewriter.notify_modified(op)
+        return True
+
+
+_FOLDERS = {
+    "test.addi": lambda a, b: a + b, "test.subi": lambda a, b: a - b,
+    "test.muli": lambda a, b: a * b, "test.xori": lambda a, b: a ^ b,
+}
+_NEUTRAL = {"test.addi": 0, "test.subi": 0, "test.muli": 1, "test.xori": 0}
+_BINARY_PATTERNS = (FoldConstantArithmetic(), ConstantsToTheRight(), DropNeutralOperand())
+for _op in (AddOp, MulOp, SubOp, XorOp):
+    _op.canonicalization_patterns = _BINARY_PATTERNS

@@ -49,10 +49,7 @@ def parse_function(p: Parser, cls: type[Operation]) -> Operation:
             p.parse_punct(",", "or ')' in the argument list")
     results: tuple[Type, ...] = ()
     if p.parse_optional_punct("->"):
-        if p.peek().text == "(":
-            results = p.parse_type_list_parens()
-        else:
-            results = (p.parse_type(),)
+        results = p.parse_type_list_parens() if p.peek().text == "(" else (p.parse_type(),)
     attrs = p.parse_attr_dict() if p.parse_optional_keyword("attributes") else {}
     region: Region = p.parse_region(entry_args=args, isolated=True)
     attrs = {"sym_name": StringAttr(name),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import re
+
 from crane.ir.location import FileLineColLoc
 
 SKIP = re.compile(r"(?:[ \t\r\n]+|//[^\n]*)*")

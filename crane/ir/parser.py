@@ -15,8 +15,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from crane.ir.attributes import (
-    ArrayAttr, Attribute, BoolAttr, DenseIntsAttr, DictAttr, EnumAttr, FloatAttr, IntAttr,
-    StringAttr, SymbolRefAttr, TypeAttr, UnitAttr,
+    ArrayAttr,
+    Attribute,
+    BoolAttr,
+    DenseIntsAttr,
+    DictAttr,
+    EnumAttr,
+    FloatAttr,
+    IntAttr,
+    StringAttr,
+    SymbolRefAttr,
+    TypeAttr,
+    UnitAttr,
 )
 from crane.ir.context import Context
 from crane.ir.core import Block, Operation, Region, Value
@@ -24,7 +34,14 @@ from crane.ir.lexer import SourceText, Token, tokenize, unescape
 from crane.ir.location import UNKNOWN, FileLineColLoc, FusedLoc, Location, NameLoc
 from crane.ir.traits import IsolatedFromAbove
 from crane.ir.types import (
-    DYNAMIC, MEMORY_SPACES, SCALAR_NAMES, BufferType, FunctionType, ScalarType, TensorType, Type,
+    DYNAMIC,
+    MEMORY_SPACES,
+    SCALAR_NAMES,
+    BufferType,
+    FunctionType,
+    ScalarType,
+    TensorType,
+    Type,
 )
 
 _SCALARS = {name: ScalarType(name) for name in SCALAR_NAMES}

@@ -1,0 +1,1 @@
+"""Dialect-independent passes: canonicalize, cse, dce, strip-debuginfo, print-op-stats."""

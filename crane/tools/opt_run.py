@@ -1,0 +1,179 @@
+"""The body of ``crane-opt``: set up registries and the pipeline, then process the input."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from crane.dialects import default_context
+from crane.ir.diagnostics import DiagnosticEngine, render
+from crane.passes.manager import format_statistics, format_timing
+from crane.passes.pipeline import OpPipeline, build_pipeline, format_built
+from crane.passes.pipeline_text import PipelineSyntaxError
+from crane.passes.plugins import PluginError, PluginRegistrar, load_entry_point_plugins, load_plugin_file
+from crane.passes.registry import PassRegistry
+from crane.tools.expected_diagnostics import verify_diagnostics
+from crane.tools.inputs import input_format
+from crane.tools.ir_printing import IRPrinting, IRPrintingOptions
+from crane.tools.list_passes import format_pass_list
+from crane.tools.opt import EXIT_DIAGNOSTICS, EXIT_OK, EXIT_USAGE
+from crane.tools.opt_session import ChunkResult, OptSession, emitted_for_checking
+from crane.tools.split_input import join_outputs, split_input
+
+
+class UsageError(Exception):
+    """A mistake in the command line itself (exit status 2)."""
+
+
+class Invocation:
+    """One command line, from arguments to exit status."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.input_text: str | None = None
+        self.context = default_context(allow_unregistered=args.allow_unregistered_dialect)
+        self.registry = PassRegistry.with_in_tree_passes()
+        self.registrar = PluginRegistrar(self.registry, self.context)
+        self._entry_points_loaded = False
+
+    # ----- setup
+
+    def _load_entry_points(self) -> None:
+        if not self._entry_points_loaded:
+            self._entry_points_loaded = True
+            load_entry_point_plugins(self.registrar)
+
+    def _build_pipeline(self, text: str) -> OpPipeline:
+        try:
+            return build_pipeline(text, self.registry, self.context)
+        except PipelineSyntaxError:
+            if self._entry_points_loaded:
+                raise
+            self._load_entry_points()  # maybe an installed plugin knows the name
+            return build_pipeline(text, self.registry, self.context)
+
+    def run(self) -> int:
+        try:
+            return self._run()
+        except UsageError as exc:
+            print(f"crane-opt: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        except PluginError as exc:
+            print(f"crane-opt: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+
+    def _run(self) -> int:
+        for plugin in self.args.load_pass_plugin:
+            load_plugin_file(plugin, self.registrar)
+        if self.args.list_passes:
+            self._load_entry_points()
+            print(format_pass_list(self.registry))
+            return EXIT_OK
+        pipeline = None
+        if self.args.pipeline is not None:
+            try:
+                pipeline = self._build_pipeline(self.args.pipeline)
+            except PipelineSyntaxError as exc:
+                print(exc.render(self.args.pipeline, "<pass-pipeline>"), file=sys.stderr)
+                return EXIT_USAGE
+            if self.args.dump_pass_pipeline:
+                print(format_built(pipeline), file=sys.stderr)
+        return self._process(pipeline)
+
+    # ----- processing
+
+    def _read_input(self) -> tuple[str, str]:
+        name = self.args.input
+        if name == "-":
+            return sys.stdin.read(), "<stdin>"
+        try:
+            return Path(name).read_text(encoding="utf-8"), name
+        except FileNotFoundError as exc:
+            raise UsageError(f"cannot open input file '{name}': no such file") from exc
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"cannot read input file '{name}': {exc}") from exc
+
+    def _session(self, pipeline: OpPipeline | None, filename: str) -> OptSession:
+        args = self.args
+        printing = IRPrintingOptions(
+            before=args.print_ir_before, after=args.print_ir_after,
+            before_all=args.print_ir_before_all, after_all=args.print_ir_after_all,
+            after_change=args.print_ir_after_change, after_failure=args.print_ir_after_failure,
+            generic=args.print_op_generic, debuginfo=args.print_debuginfo,
+        )
+        return OptSession(
+            self.context, pipeline, verify_each=args.verify_each, generic=args.print_op_generic,
+            debuginfo=args.print_debuginfo,
+            input_format=input_format(filename, args.input_format),
+            instrumentations=[IRPrinting(printing)] if printing.active else [],
+        )
+
+    def _process(self, pipeline: OpPipeline | None) -> int:
+        text, filename = self._read_input()
+        self.input_text = text
+        session = self._session(pipeline, filename)
+        chunks = split_input(text) if self.args.split_input_file else None
+        pieces = [(c.padded_text(), c.first_line, c.text) for c in chunks] if chunks else [(text, 1, text)]
+        outputs: list[str] = []
+        failed = False
+        for padded, first_line, raw in pieces:
+            result = session.run_chunk(padded, filename)
+            failed |= self._report(result, raw, first_line, filename)
+            if result.output is not None:
+                outputs.append(result.output)
+            self._report_pass_info(session, result)
+        if failed:
+            return EXIT_DIAGNOSTICS
+        self._write_output(join_outputs(outputs) if chunks else "".join(outputs))
+        return EXIT_OK
+
+    def _report(self, result: ChunkResult, raw: str, first_line: int, filename: str) -> bool:
+        """Print or check the chunk's diagnostics; True if the run counts as failed."""
+        engine = DiagnosticEngine()
+        engine.sources.add(filename, "\n" * (first_line - 1) + raw)
+        if self.args.verify_diagnostics:
+            emitted = emitted_for_checking(result.diagnostics, engine, filename)
+            failures = verify_diagnostics(raw, emitted, filename, first_line)
+            for failure in failures:
+                print(failure, file=sys.stderr)
+            return bool(failures)
+        for diag in result.diagnostics:
+            print(render(diag, engine.sources), file=sys.stderr)
+        return result.output is None
+
+    def _report_pass_info(self, session: OptSession, result: ChunkResult) -> None:
+        if self.args.timing and session.managers:
+            print(format_timing(session.managers[-1].timing), file=sys.stderr)
+        if self.args.pass_statistics and result.pass_context is not None:
+            print(format_statistics(result.pass_context), file=sys.stderr)
+
+    def _write_output(self, text: str) -> None:
+        target = self.args.output
+        if target is None or target == "-":
+            sys.stdout.write(text)
+            return
+        directory = os.path.dirname(os.path.abspath(target))
+        # Write beside the target and rename, so a failure never leaves a partial file.
+        fd, temp = tempfile.mkstemp(dir=directory, prefix=".crane-opt-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            os.replace(temp, target)
+        except BaseException:
+            if os.path.exists(temp):
+                os.unlink(temp)
+            raise
+
+    def write_crash_reproducer(self) -> None:
+        """Input plus pipeline, so that the crash can be replayed (``--crash-reproducer``)."""
+        target = self.args.crash_reproducer
+        if target is None or self.input_text is None:
+            return
+        pipeline = self.args.pipeline or ""
+        header = (f"// crane-opt crash reproducer\n// RUN: crane-opt %s -p '{pipeline}'"
+                  f"{' --split-input-file' if self.args.split_input_file else ''}\n")
+        Path(target).write_text(header + self.input_text, encoding="utf-8")
+        print(f"crane-opt: wrote a crash reproducer to {target}", file=sys.stderr)
