@@ -22,6 +22,7 @@ import dataclasses
 import difflib
 import inspect
 import re
+import sys
 import types
 import typing
 from collections.abc import Callable
@@ -179,20 +180,38 @@ def closest_match(word: str, candidates: typing.Iterable[str]) -> str | None:
 def _option_specs(cls: type) -> list[_OptionSpec]:
     if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
         raise TypeError(f"{cls!r} is not a dataclass, so it has no options")
-    try:
-        hints = typing.get_type_hints(cls)
-    except NameError as error:
-        raise TypeError(f"cannot resolve the annotations of {cls.__name__}: {error}") from None
     specs = []
     for f in dataclasses.fields(cls):
         if not f.init or f.name.startswith("_"):
             continue
         try:
-            converter = _converter_for(hints.get(f.name, f.type))
+            converter = _converter_for(_resolve_annotation(cls, f))
         except TypeError as error:
             raise TypeError(f"option '{cls.__name__}.{f.name}': {error}") from None
         specs.append(_OptionSpec(f.name, f.name.replace("_", "-"), converter, _default_text(f)))
     return specs
+
+
+def _resolve_annotation(cls: type, f: dataclasses.Field[object]) -> object:
+    """The field's type, evaluating a string annotation (``from __future__ import annotations``).
+
+    Only this field's annotation is evaluated, unlike ``typing.get_type_hints``, so a
+    base class annotated with names imported under ``TYPE_CHECKING`` does not break
+    its subclasses' options.
+    """
+    if not isinstance(f.type, str):
+        return f.type
+    owner = next(
+        (klass for klass in cls.__mro__ if f.name in vars(klass).get("__annotations__", {})),
+        cls,
+    )
+    module = sys.modules.get(owner.__module__)
+    namespace = dict(vars(module)) if module is not None else {}
+    try:
+        # The same evaluation inspect.get_annotations(eval_str=True) performs.
+        return eval(f.type, namespace, dict(vars(owner)))
+    except NameError as error:
+        raise TypeError(f"cannot resolve the annotation '{f.type}': {error}") from None
 
 
 def _default_text(f: dataclasses.Field[object]) -> str | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+import types
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal, Optional
 
@@ -199,8 +201,32 @@ def test_unresolvable_annotation_is_a_type_error() -> None:
     class Forward:
         k: Missing = 1  # type: ignore[name-defined]  # noqa: F821
 
-    with pytest.raises(TypeError, match="cannot resolve the annotations of Forward"):
+    with pytest.raises(
+        TypeError, match=r"option 'Forward.k': cannot resolve the annotation 'Missing'"
+    ):
         option_infos(Forward)
+
+
+def test_only_option_annotations_are_resolved(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A real module, so dataclasses can see that 'ClassVar' is typing's.
+    module = types.ModuleType("generated_passes")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    source = (
+        "from __future__ import annotations\n"
+        "from dataclasses import dataclass\n"
+        "from typing import TYPE_CHECKING, ClassVar\n"
+        "if TYPE_CHECKING:\n"
+        "    from nowhere import Thing\n"
+        "@dataclass(frozen=True)\n"
+        "class Base:\n"
+        "    helper: ClassVar[Thing | None] = None\n"
+        "@dataclass(frozen=True)\n"
+        "class Child(Base):\n"
+        "    k: int = 1\n"
+    )
+    exec(compile(source, "<generated>", "exec"), module.__dict__)
+    child = module.Child
+    assert [info.cli_name for info in option_infos(child)] == ["k"]
 
 
 def test_no_options() -> None:
