@@ -91,6 +91,7 @@ class _Converter:
     def scalar(
         cls, type_text: str, noun: str, plural: str, convert: Callable[[str], object]
     ) -> _Converter:
+        """A converter for a plain type; only ``bool`` accepts a bare key."""
         return cls(type_text, noun, plural, convert, takes_flag=type_text == "bool")
 
 
