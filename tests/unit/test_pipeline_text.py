@@ -347,12 +347,21 @@ def test_is_valid_name() -> None:
 
 # --- round trip property ---------------------------------------------------------------
 
-_names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_.-]{0,8}", fullmatch=True)
+_FIRST = "abcxyzABZ_"
+_REST = _FIRST + "0189.-"
+# Built from alphabets rather than st.from_regex, which is several times slower.
+_names = st.builds(
+    lambda head, tail: head + tail,
+    st.sampled_from(_FIRST),
+    st.text(alphabet=_REST, max_size=8),
+)
 _values = st.one_of(
     st.none(),
     st.text(max_size=12),
     st.text(alphabet='abc{}" \\,=()-.^1', max_size=10),
-    st.from_regex(r"-?[0-9]{1,3}(,[0-9]{1,3}){0,3}", fullmatch=True),
+    st.lists(st.integers(-999, 999), min_size=1, max_size=4).map(
+        lambda items: ",".join(map(str, items))
+    ),
 )
 
 
@@ -363,7 +372,7 @@ def _entries(draw: st.DrawFn) -> PassEntry:
     return PassEntry.make(draw(_names), options)
 
 
-def _pipelines(max_leaves: int = 12) -> st.SearchStrategy[PipelineNode]:
+def _pipelines(max_leaves: int = 8) -> st.SearchStrategy[PipelineNode]:
     elements = st.recursive(
         _entries(),
         lambda inner: st.builds(
@@ -374,7 +383,7 @@ def _pipelines(max_leaves: int = 12) -> st.SearchStrategy[PipelineNode]:
     return st.builds(PipelineNode.anchored, _names, st.lists(elements, max_size=4).map(tuple))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(_pipelines())
 def test_round_trip_nested(node: PipelineNode) -> None:
     text = format_pipeline(node)
@@ -384,7 +393,7 @@ def test_round_trip_nested(node: PipelineNode) -> None:
     _check_spans(parsed, text)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(_entries(), min_size=1, max_size=5).map(tuple))
 def test_round_trip_flat(elements: tuple[PassEntry, ...]) -> None:
     node = PipelineNode.flat(elements)
