@@ -15,6 +15,7 @@ from enum import Enum
 
 from crane.frontend import layer_costs as cost
 from crane.frontend import layer_rules as rule
+from crane.frontend.errors import did_you_mean
 from crane.frontend.model import DTYPE_BYTES, AttrValue
 
 ParamValue = int | float | bool | str | tuple[object, ...]
@@ -114,6 +115,8 @@ def coerce(param: Param, value: ParamValue) -> AttrValue:
     if kind is ParamType.DTYPE and value in DTYPE_BYTES:
         assert isinstance(value, str)
         return value
+    if kind is ParamType.DTYPE and isinstance(value, str):
+        raise ParamError(f"expects {kind.value}, got '{value}'{did_you_mean(value, DTYPE_BYTES)}")
     if kind in (ParamType.PAIR, ParamType.PADDING, ParamType.INTS):
         return _coerce_ints(kind, value)
     raise ParamError(f"expects {kind.value}, got {_describe(value)}")
@@ -123,6 +126,8 @@ def _coerce_ints(kind: ParamType, value: ParamValue) -> AttrValue:
     if kind is ParamType.PADDING and value in ("same", "valid"):
         assert isinstance(value, str)
         return value
+    if kind is ParamType.PADDING and isinstance(value, str):
+        raise ParamError(f"expects {kind.value}, got '{value}'{did_you_mean(value, ('same', 'valid'))}")
     ints = _int_tuple(value)
     if ints is None:
         raise ParamError(f"expects {kind.value}, got {_describe(value)}")

@@ -92,7 +92,10 @@ def unit_def(num: str, den: str | None) -> UnitDef:
 def _lookup(name: str) -> UnitDef:
     if name in UNITS:
         return UNITS[name]
-    raise UnitError(f"unknown unit '{name}'{did_you_mean(name, UNITS)}", on_unit=True)
+    # Case slips (Mb for MB) are the usual mistake; difflib alone misses short names.
+    same_letters = [unit for unit in UNITS if unit.lower() == name.lower()]
+    hint = f"; did you mean '{same_letters[0]}'?" if same_letters else did_you_mean(name, UNITS)
+    raise UnitError(f"unknown unit '{name}'{hint}", on_unit=True)
 
 
 def convert(value: int | float, unit: UnitDef | None, want: Dim, field: str, shown: str) -> Fraction:

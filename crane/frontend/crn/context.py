@@ -13,8 +13,9 @@ from crane.frontend.errors import CrnError, Note
 from crane.frontend.model import InputDecl, Layer, SourceLoc
 from crane.hardware.machine import Machine
 
-MAX_STEPS = 2_000_000
-"""Statements and loop iterations one elaboration may execute (a 10k-layer model uses 10k)."""
+MAX_STEPS = 300_000
+"""Statements and loop iterations one elaboration may execute: 30x the 10k-layer benchmark,
+and a few seconds of work at most, so a runaway repeat stops quickly."""
 MAX_REPEAT = 100_000
 """Iterations of one ``repeat``."""
 MAX_DEPTH = 64
@@ -76,6 +77,8 @@ class Ctx:
     machines: dict[str, tuple[Machine, str, ast.Pos]] = field(default_factory=dict)
     globals: Scope = field(default_factory=Scope)
     net_globals: Scope | None = None
+    failed: set[str] = field(default_factory=set)
+    """File-level names whose definition failed (already reported; uses stay silent)."""
     steps: int = 0
 
     def loc(self, file: str, pos: ast.Pos) -> SourceLoc:

@@ -143,8 +143,10 @@ def _register_block(ctx: Ctx, item: ast.BlockDef, filename: str) -> None:
 
 def _register_machine(ctx: Ctx, item: ast.MachineDef, filename: str) -> None:
     _define(ctx, filename, item.name, item.pos)
+    ctx.failed.add(item.name)
     machine = build_machine(ctx, Frame(filename, ctx.globals), item, _known_machines(ctx))
     ctx.machines[item.name] = (machine, filename, item.pos)
+    ctx.failed.discard(item.name)
 
 
 def _known_machines(ctx: Ctx) -> dict[str, Machine]:
@@ -224,6 +226,8 @@ def _machine(ctx: Ctx, frame: Frame, body: tuple[ast.Stmt, ...]) -> Machine | No
     known = _known_machines(ctx)
     if uses[0].name in known:
         return known[uses[0].name]
+    if uses[0].name in ctx.failed:
+        return None
     ctx.errors.append(ctx.error(frame.file, uses[0].pos, f"unknown machine '{uses[0].name}'"
                                 f"{did_you_mean(uses[0].name, known)} (known: {', '.join(sorted(known))})"))
     return None

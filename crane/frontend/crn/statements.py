@@ -133,6 +133,7 @@ def _repeat(ctx: Ctx, frame: Frame, stmt: ast.Repeat) -> None:
         raise ctx.error(frame.file, stmt.stop.pos, f"repeat {start}..{stop} has {stop - start} "
                         f"iterations; at most {MAX_REPEAT} are allowed")
     for index in range(start, stop):
+        ctx.step(frame.file, stmt.pos)
         inner = frame.loop_iteration(index)
         bind(ctx, inner, stmt.var, index, stmt.pos)
         if exec_body(ctx, inner, stmt.body) is not None:

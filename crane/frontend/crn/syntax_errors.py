@@ -7,6 +7,7 @@ tokens ("expected ';' after 'relu(x)'"), placed where the missing token belongs.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import lark
@@ -42,9 +43,24 @@ _EXAMPLES: dict[str, list[str]] = {
     ],
     "a layer or block is called with parentheses, as in `relu(x)`": [
         "network n { y = relu x; }",
+        "network n { y = relu 3; }",
     ],
-    "'=' assigns a name, it cannot follow an expression; did you mean a keyword argument inside a call?": [
-        "network n { y = relu(x) = 3; }",
+    "expected ',' between arguments": [
+        "network n { y = conv2d(x kernel=3); }",
+        "network n { y = conv2d(x 3); }",
+    ],
+    "a statement starts with a name to bind (`y = relu(x);`) or a keyword (input, output, let, repeat, machine, batch, train)": [
+        "network n { relu(x); }",
+        "network n { 3; }",
+    ],
+    "machine fields are written `name value unit;`, as in `sram 1 MiB;`": [
+        "machine m { sram = 1; }",
+        "machine m { sram: 1; }",
+    ],
+    "the mesh is written `mesh rows x cols;`, as in `mesh 4 x 4;`": [
+        "machine m { mesh 4, 4; }",
+        "machine m { mesh 4 4; }",
+        "machine m { mesh 4 * 4; }",
     ],
 }
 
@@ -53,7 +69,7 @@ _REGEX_TERMINALS = {
     "INT": "an integer",
     "FLOAT": "a number",
     "STRING": "a string",
-    "$END": "the end of the file",
+    "$END": "end of file",
 }
 
 
@@ -61,21 +77,51 @@ def describe_syntax_error(error: UnexpectedInput, text: str, parser: lark.Lark) 
     """A friendly, located message for a Lark parse error."""
     if isinstance(error, UnexpectedCharacters):
         return _bad_character(error, text)
+    if not isinstance(error, UnexpectedToken):
+        return SyntaxProblem((error.line or 1, error.column or 1, 1), "syntax error")
+    if "SEMICOLON" in error.expected and _starts_new_line(error.token, text):
+        # The most common slip of all: the statement on the line above lacks its ';'.
+        where, before = _after_previous_token(text, error.token)
+        return SyntaxProblem(where, f"expected ';' after {before!r}")
     label = _match_example(error, parser)
-    token = error.token if isinstance(error, UnexpectedToken) else None
-    if label is not None and token is not None:
-        return SyntaxProblem(_token_pos(token, text), label)
-    if isinstance(error, UnexpectedToken):
-        return _unexpected_token(error, text, parser)
-    return SyntaxProblem((error.line or 1, error.column or 1, 1), "syntax error")
+    if label is not None:
+        return SyntaxProblem(_token_pos(error.token, text), label)
+    return _unexpected_token(error, text, parser)
+
+
+def _starts_new_line(token: lark.Token, text: str) -> bool:
+    if token.type == "$END":
+        return True
+    where, _ = _after_previous_token(text, token)
+    return where[0] < (token.line or 1)
 
 
 def _match_example(error: UnexpectedInput, parser: lark.Lark) -> str | None:
-    try:
-        # match_examples re-parses each snippet; it must never turn one error into another.
-        return error.match_examples(parser.parse, _EXAMPLES, use_accepts=True)
-    except Exception:
+    if not isinstance(error, UnexpectedToken) or error.state is None:
         return None
+    table = _example_table(parser)
+    position = error.state.position
+    return table.get((position, error.token.type)) or table.get((position, None))
+
+
+@functools.cache
+def _example_table(parser: lark.Lark) -> dict[tuple[int, str | None], str]:
+    """LALR state (and offending token type) of each example mistake, mapped to its message.
+
+    Like Lark's ``match_examples``, but keyed on the parser state alone rather than the
+    whole stack, so an example matches at any nesting depth (first statement or tenth,
+    network or block).
+    """
+    table: dict[tuple[int, str | None], str] = {}
+    for label, snippets in _EXAMPLES.items():
+        for snippet in snippets:
+            try:
+                parser.parse(snippet)
+            except UnexpectedToken as found:
+                if found.state is not None:
+                    table.setdefault((found.state.position, found.token.type), label)
+                    table.setdefault((found.state.position, None), label)
+    return table
 
 
 def _bad_character(error: UnexpectedCharacters, text: str) -> SyntaxProblem:
@@ -91,11 +137,16 @@ def _bad_character(error: UnexpectedCharacters, text: str) -> SyntaxProblem:
 
 def _unexpected_token(error: UnexpectedToken, text: str, parser: lark.Lark) -> SyntaxProblem:
     token = error.token
-    expected = sorted(error.expected)
+    expected = sorted(error.expected, key=lambda name: (name in _REGEX_TERMINALS, name))
     if "SEMICOLON" in expected:
         where, before = _after_previous_token(text, token)
-        return SyntaxProblem(where, f"expected ';' after {before!r}")
-    wanted = ", ".join(_describe_terminal(name, parser) for name in expected[:8])
+        return SyntaxProblem(where, f"expected ';' after {before!r}, found {_describe_found(token)}")
+    if token.type == "$END" and "RBRACE" in expected:
+        return SyntaxProblem(_token_pos(token, text), "unexpected end of file: a '}' is missing")
+    if {"COMMA", "RPAR"} <= set(expected):
+        return SyntaxProblem(_token_pos(token, text), f"expected ',' or ')' in the argument list, "
+                             f"found {_describe_found(token)}")
+    wanted = ", ".join(_describe_terminal(name, parser) for name in expected[:10])
     found = _describe_found(token)
     if len(expected) == 1:
         return SyntaxProblem(_token_pos(token, text), f"expected {wanted}, found {found}")
@@ -104,7 +155,7 @@ def _unexpected_token(error: UnexpectedToken, text: str, parser: lark.Lark) -> S
 
 def _describe_found(token: lark.Token) -> str:
     if token.type == "$END":
-        return "the end of the file"
+        return "end of file"
     return f"{token.value!r}"
 
 
