@@ -59,6 +59,7 @@ class Segment:
 
     @property
     def tiles(self) -> int:
+        """Number of tiles of the grid."""
         return self.rows * self.cols
 
 
@@ -206,9 +207,7 @@ def tiled_backward(
         )
         # Halos overlap between neighbouring tiles: their input-gradient shares add.
         grad_x[(..., *steps[0].input.slices())] += grad_patch if first == 0 else 0.0
-        for total, layer_grads in zip(totals[first:], grads, strict=True):
-            for acc, g in zip(total, layer_grads, strict=True):
-                acc += g
+        _accumulate(totals[first:], grads)
     return grad_x, [tuple(t) for t in totals]
 
 
@@ -247,6 +246,13 @@ def segmented_backward(
         grad_y, seg_grads = tiled_backward(layers[part], params[part], x, grid, grad_y)
         grads[part] = seg_grads
     return grad_y, grads
+
+
+def _accumulate(totals: Sequence[list[Array]], grads: Sequence[Params]) -> None:
+    """Add one tile's parameter gradients into the running totals, in place."""
+    for total, layer_grads in zip(totals, grads, strict=True):
+        for acc, g in zip(total, layer_grads, strict=True):
+            acc += g
 
 
 def _input_patch(layers: Sequence[Layer], x: Array, steps: Sequence[OpRegion], first: int) -> Array:

@@ -127,6 +127,7 @@ class Layer:
 
     @property
     def is_window(self) -> bool:
+        """Whether an output pixel reads a neighbourhood (conv, pools) rather than one pixel."""
         return self.kind in WINDOW_KINDS
 
     @property

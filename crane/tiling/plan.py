@@ -69,6 +69,7 @@ class Plan:
         return tuple(choice.segment for choice in self.choices)
 
     def fits(self, cap_bytes: int) -> bool:
+        """Whether the predicted peak is within ``cap_bytes``."""
         return self.peak_bytes <= cap_bytes
 
     def describe(self) -> str:
@@ -88,7 +89,7 @@ class _State:
     choices: tuple[SegmentChoice, ...]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Planner:
     """Evaluates and searches plans for one chain on one image size (batch 1)."""
 
@@ -106,7 +107,8 @@ class Planner:
     )
 
     def __post_init__(self) -> None:
-        self._shapes = chain_hw(self.layers, self.hw)
+        # Frozen: the derived shapes are set once here; the caches only ever grow.
+        object.__setattr__(self, "_shapes", chain_hw(self.layers, self.hw))
 
     @property
     def fixed_bytes(self) -> int:
@@ -180,12 +182,11 @@ class Planner:
         fronts: list[list[tuple[int, int]]] = [[] for _ in range(n + 1)]
         fronts[0] = [(0, 0)]
         for i in range(n):
-            for kept, peak in fronts[i]:
-                for j in range(i + 1, n + 1):
-                    least = min(c.peak_bytes for c in self._segment_candidates(i, j))
-                    fronts[j].append((kept + self.activation_bytes(i), max(peak, kept + least)))
-            for j in range(i + 1, n + 1):
-                fronts[j] = _pareto_pairs(fronts[j])
+            least = {j: min(c.peak_bytes for c in self._segment_candidates(i, j)) for j in range(i + 1, n + 1)}
+            kept_next = self.activation_bytes(i)
+            for j, need in least.items():
+                grown = [(kept + kept_next, max(peak, kept + need)) for kept, peak in fronts[i]]
+                fronts[j] = _pareto_pairs(fronts[j] + grown)
         return min(peak for _, peak in fronts[n]) + self.fixed_bytes
 
     def _best_plan(self, budget: int) -> _State | None:
@@ -283,12 +284,8 @@ def _walk_back(
 
 def _grids(out_h: int, out_w: int, steps: Sequence[int]) -> list[tuple[int, int]]:
     """Candidate grids: the steps on the shorter side, the longer side scaled by the aspect."""
-    grids: set[tuple[int, int]] = set()
-    for n in steps:
-        for rows, cols in ((n, round(n * out_w / out_h)), (round(n * out_h / out_w), n)):
-            if 1 <= rows <= out_h and 1 <= cols <= out_w:
-                grids.add((rows, cols))
-    return sorted(grids)
+    shaped = [(n, round(n * out_w / out_h)) for n in steps] + [(round(n * out_h / out_w), n) for n in steps]
+    return sorted({(r, c) for r, c in shaped if 1 <= r <= out_h and 1 <= c <= out_w})
 
 
 def _pareto_pairs(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -38,6 +38,7 @@ class Interval:
 
     @property
     def size(self) -> int:
+        """Number of indices in the interval."""
         return self.stop - self.start
 
     def shift(self, offset: int) -> Interval:
@@ -45,6 +46,7 @@ class Interval:
         return Interval(self.start - offset, self.stop - offset)
 
     def as_slice(self) -> slice:
+        """The interval as a Python slice."""
         return slice(self.start, self.stop)
 
 
@@ -67,10 +69,12 @@ class Region:
 
     @property
     def hw(self) -> Pair:
+        """(rows, cols) extent."""
         return self.rows.size, self.cols.size
 
     @property
     def area(self) -> int:
+        """Number of pixels."""
         return self.rows.size * self.cols.size
 
     def relative_to(self, outer: Region) -> Region:
