@@ -16,8 +16,11 @@ output-partitioned recomputation that crop would drop real contributions.)
 
 Batch normalisation in training mode needs statistics over the whole image. We cut
 segments at BN rather than running a two-pass statistics scheme: a segment holding BN must
-be a single tile (see :class:`crane.tiling.plan.Planner`, which isolates it). The cost is
-one untiled 1:1 op between tiled segments, whose activation is a segment boundary anyway.
+be a single tile, and :class:`crane.tiling.plan.Planner` offers only the 1x1 grid for such
+segments, so the search isolates BN in a short untiled segment when memory is tight. A
+two-pass scheme would need every tile's forward twice more (statistics, then normalise)
+and a cross-tile reduction in backward too; the cut costs one untiled 1:1 op whose input
+is a segment boundary anyway.
 """
 
 from __future__ import annotations

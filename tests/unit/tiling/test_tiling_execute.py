@@ -31,6 +31,13 @@ def test_darknet19_trunk_tiled() -> None:
     check_segments(layers, (64, 64), [Segment(0, 12, 3, 3), Segment(12, len(layers), 2, 2)])
 
 
+def test_darknet19_trunk_48_and_non_square() -> None:
+    layers = darknet19_trunk(divisor=32)
+    # After four pools 48 -> 3; the last pool and the 1x1 convs after it run untiled.
+    check_segments(layers, (48, 48), [Segment(0, 3, 5, 7), Segment(3, 17, 3, 2), Segment(17, len(layers))])
+    check_segments(layers, (96, 160), [Segment(0, len(layers), 3, 4)])
+
+
 def test_non_square_image() -> None:
     layers = vgg16_trunk(divisor=32)[:10]
     check_segments(layers, (96, 160), [Segment(0, 5, 3, 4), Segment(5, 10, 2, 5)])

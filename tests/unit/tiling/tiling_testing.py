@@ -39,6 +39,9 @@ def check_segments(
     grad_x_tiled, grads_tiled = segmented_backward(layers, params, kept, segments, grad_y)
     assert y_tiled.dtype == np.float32
     assert_close(y_tiled, y, "output")
+    for seg, boundary in zip(segments, kept, strict=True):
+        assert_close(boundary, untiled_forward(layers[: seg.start], params[: seg.start], x)
+                     if seg.start else x, f"input of segment {seg}")
     assert_close(grad_x_tiled, grad_x, "input gradient")
     for index, (tiled, ref) in enumerate(zip(grads_tiled, grads, strict=True)):
         assert len(tiled) == len(ref)
