@@ -200,6 +200,8 @@ def _after_previous_token(text: str, token: lark.Token) -> tuple[Pos, str]:
 def _code_part(line: str) -> str:
     # A '#' starts a comment; strings cannot hold newlines, so a per-line cut is exact
     # except for '#' inside a string, where cutting only shortens the echoed context.
+    if line.lstrip().startswith("//"):
+        return ""
     return line.split("#", 1)[0].rstrip()
 
 
