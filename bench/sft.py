@@ -119,12 +119,52 @@ def acceptance(rows: list[Row], figures: dict[str, int | float], cap: int) -> li
     ]
 
 
+MEASURED_SFT_OVER_SEQ_2048 = {2: 2.21 / 1.70, 4: 2.69 / 1.70, 8: 4.48 / 1.70, 16: 9.58 / 1.70}
+"""Artifact's RTX 2080 Ti VGG-16 times at 2048x2048 (papers.md §2.5): SFT n x n over seq-ckpt."""
+
+
+def fidelity(machine: Machine) -> None:
+    """Predicted vs measured time ratio of the artifact's one-segment n x n plans at 2048."""
+    layers = vgg16_trunk()
+    cost = CostModel.of_machine(machine.total_macs_per_cycle * machine.frequency_hz, machine.dram_bandwidth)
+    planner = Planner(layers, (2048, 2048), MemoryModel.pytorch_float32(), cost)
+    seq = planner.sequential_checkpointing(5)
+    print("\n== cost-model check: VGG-16 2048x2048, SFT one segment n x n over 5-seg checkpointing")
+    print(f"{'grid':>6} {'predicted':>10} {'measured':>9} {'peak GB':>8}")
+    for n, measured in MEASURED_SFT_OVER_SEQ_2048.items():
+        plan = planner.evaluate(f"SFT {n}x{n}", [Segment(0, len(layers), n, n)], stored_last=False)
+        print(f"{f'{n}x{n}':>6} {plan.seconds / seq.seconds:10.2f} {measured:9.2f} {plan.peak_bytes / GB:8.2f}")
+
+
+MEASURED_SMALLEST_FITTING_GRID = {2048: 2, 3072: 4, 4096: 8}
+"""Artifact, RTX 2080 Ti, VGG-16: smallest n x n grid that did not run out of memory (§2.5)."""
+
+
+def memory_fidelity(machine: Machine) -> None:
+    """Smallest one-segment n x n grid our model fits, next to the one the artifact needed."""
+    layers, cap = vgg16_trunk(), _capacity(machine)
+    cost = CostModel.of_machine(machine.total_macs_per_cycle * machine.frequency_hz, machine.dram_bandwidth)
+    models = {"implicit pad": MemoryModel.pytorch_float32(), "explicit pad": MemoryModel.sft_artifact()}
+    print("\n== memory-model check: VGG-16, SFT one segment, smallest n x n grid within the cap")
+    print(f"{'size':>6} {'measured':>9} " + " ".join(f"{name:>13}" for name in models))
+    for size, measured in MEASURED_SMALLEST_FITTING_GRID.items():
+        found = []
+        for model in models.values():
+            planner = Planner(layers, (size, size), model, cost)
+            fits = [n for n in (1, 2, 4, 8, 16) if planner.evaluate(
+                "sft", [Segment(0, len(layers), n, n)], stored_last=False).fits(cap)]
+            found.append(f"{min(fits, default=0)}x{min(fits, default=0)}")
+        print(f"{size:>6} {f'{measured}x{measured}':>9} " + " ".join(f"{f:>13}" for f in found))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--max-size", type=int, default=40 * STEP)
     parser.add_argument("--nets", nargs="+", choices=sorted(NETS), default=["vgg16", "darknet19"])
     args = parser.parse_args()
     machine = Machine.gpu11()
+    fidelity(machine)
+    memory_fidelity(machine)
     for name in args.nets:
         rows = sweep(NETS[name](), machine, args.max_size)
         figures = report(name, rows, machine)

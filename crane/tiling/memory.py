@@ -39,11 +39,19 @@ class MemoryModel:
     """Scratch buffer of one conv call (cuDNN algorithms ask for up to a few hundred MiB)."""
     reserve_bytes: int = 512 * MIB
     """Framework context and allocator slack that no tensor can use."""
+    explicit_padding_copies: bool = False
+    """Convs pad by materialising a padded copy of their input and save that copy (as the
+    SFT artifact's ``ConstantPad2d`` + unpadded conv does); off for implicit-padding kernels."""
 
     @classmethod
     def pytorch_float32(cls) -> MemoryModel:
         """The default: float32 training with SGD+momentum on a CUDA PyTorch runtime."""
         return cls()
+
+    @classmethod
+    def sft_artifact(cls) -> MemoryModel:
+        """The SFT artifact's tiled runtime, which pads explicitly before every conv."""
+        return cls(explicit_padding_copies=True)
 
     def fixed_bytes(self, layers: Sequence[Layer]) -> int:
         """Resident for the whole step: parameters, their gradients, optimizer state, reserve."""
@@ -85,8 +93,11 @@ def chain_footprint(
     sizes = [area * channels * model.dtype_bytes for area, channels in zip(areas, _channels(layers), strict=True)]
     last = len(layers)
     external = {0, last} if boundaries_external else set()
-    saved_sets = [_saved(layer, index) for index, layer in enumerate(layers, start=1)]
-    index_bytes = [_index_bytes(layer, areas[i + 1], model) for i, layer in enumerate(layers)]
+    saved_sets = [_saved(layer, index, model) for index, layer in enumerate(layers, start=1)]
+    # Tensors an op creates for itself: pool indices (saved) and an explicit padded copy
+    # of a conv input (saved, and its gradient is one more buffer in backward).
+    pad_copy = [_pad_copy_bytes(layer, sizes[i], model) for i, layer in enumerate(layers)]
+    private = [_index_bytes(layer, areas[i + 1], model) + pad_copy[i] for i, layer in enumerate(layers)]
 
     def held(live: set[int], skip: set[int]) -> int:
         return sum(sizes[k] for k in live - skip)
@@ -95,11 +106,11 @@ def chain_footprint(
     saved: set[int] = set()
     extra = 0
     for i, layer in enumerate(layers, start=1):
-        ws = _workspace(layer, model)
+        ws = _workspace(layer, model) + pad_copy[i - 1]
         fwd_nograd = max(fwd_nograd, held({i - 1, i}, external) + ws)
         fwd_saving = max(fwd_saving, held(saved | {i - 1, i}, external) + extra + ws)
         saved |= saved_sets[i - 1]
-        extra += index_bytes[i - 1]
+        extra += private[i - 1]
     # In backward the chain input stays external (it is the kept checkpoint), the output not:
     # if an op saved it, it is still held.
     keep_out = {0} if boundaries_external else set()
@@ -109,11 +120,12 @@ def chain_footprint(
     live_saved: set[int] = set()
     for i in range(1, last + 1):
         live_saved |= saved_sets[i - 1]
-        held_before.append(held(live_saved, keep_out) + sum(index_bytes[:i]))
+        held_before.append(held(live_saved, keep_out) + sum(private[:i]))
     backward = 0
     for i in range(last, 0, -1):
         grads = (0 if i in grad_skip else sizes[i]) + _input_grad(i, sizes, grad_skip, input_grad)
-        backward = max(backward, held_before[i - 1] + grads + _workspace(layers[i - 1], model))
+        transient = grads + pad_copy[i - 1] + _workspace(layers[i - 1], model)
+        backward = max(backward, held_before[i - 1] + transient)
     return ChainFootprint(fwd_nograd, fwd_saving, backward)
 
 
@@ -128,13 +140,20 @@ def _channels(layers: Sequence[Layer]) -> list[int]:
     return [layers[0].in_channels] + [layer.out_channels for layer in layers]
 
 
-def _saved(layer: Layer, index: int) -> set[int]:
+def _saved(layer: Layer, index: int, model: MemoryModel) -> set[int]:
     """Activation indices op ``index`` (1-based, input ``index - 1``) keeps for backward."""
     if layer.kind is LayerKind.RELU:
         return {index}
-    if layer.kind is LayerKind.AVG_POOL:
+    if layer.kind is LayerKind.AVG_POOL or _pad_copy_bytes(layer, 1, model):
         return set()
     return {index - 1}
+
+
+def _pad_copy_bytes(layer: Layer, input_bytes: int, model: MemoryModel) -> int:
+    """Bytes of the padded input copy a conv makes under ``explicit_padding_copies``."""
+    padded = layer.kind is LayerKind.CONV and any(layer.window.padding)
+    # The copy is slightly larger than the input by its border; the interior dominates.
+    return input_bytes if padded and model.explicit_padding_copies else 0
 
 
 def _index_bytes(layer: Layer, out_area: int, model: MemoryModel) -> int:

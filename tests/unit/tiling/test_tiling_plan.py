@@ -132,3 +132,13 @@ def test_vectorised_extents_agree_with_region_analysis(size: int, parts: int, de
         # Activation k is op k's input, or the last op's output for k == len(layers).
         extents = [(steps[k].input if k < len(layers) else steps[-1].output).rows.size for steps in tiles]
         assert (largest[k], total[k]) == (max(extents), sum(extents))
+
+
+def test_explicit_padding_copies_cost_memory_only_for_padded_convs() -> None:
+    explicit = MemoryModel(conv_workspace_bytes=0, reserve_bytes=0, explicit_padding_copies=True)
+    padded = (Layer.conv(2, 2, 3), Layer.relu(2), Layer.conv(2, 2, 3))
+    unpadded = (Layer.conv(2, 2, 1), Layer.relu(2), Layer.conv(2, 2, 1))
+    for layers, grows in ((padded, True), (unpadded, False)):
+        base = Planner(layers, (16, 16), BARE, COST).no_checkpointing().peak_bytes
+        copied = Planner(layers, (16, 16), explicit, COST).no_checkpointing().peak_bytes
+        assert (copied > base) == grows
