@@ -46,9 +46,21 @@ class WorkCost:
 
 
 def _compute_cycles(macs: float, vector_ops: float, part: Partition, machine: Machine) -> float:
-    mac_cycles = macs / (machine.macs_per_cycle * part.throughput) if macs else 0.0
-    vec_cycles = vector_ops / (machine.vector_lanes * part.tiles) if vector_ops else 0.0
+    return _cycles_of(macs, vector_ops, part, machine.macs_per_cycle, machine.vector_lanes)
+
+
+def _cycles_of(macs: float, vector_ops: float, part: Partition, macs_per_cycle: int,
+               lanes: int) -> float:
+    mac_cycles = macs / (macs_per_cycle * part.throughput) if macs else 0.0
+    vec_cycles = vector_ops / (lanes * part.tiles) if vector_ops else 0.0
     return max(mac_cycles, vec_cycles)
+
+
+@lru_cache(maxsize=500_000)
+def step_cycles(macs: int, vector_ops: int, extents: tuple[int, int, int, int], tiles: int,
+                macs_per_cycle: int, lanes: int) -> float:
+    """Compute cycles of one sub-batch on at most ``tiles`` tiles (primitive, cached key)."""
+    return _cycles_of(macs, vector_ops, best_partition(extents, tiles), macs_per_cycle, lanes)
 
 
 def weights_fit(weight_bytes: int, part: Partition, machine: Machine) -> bool:

@@ -51,40 +51,57 @@ def dim_efficiency(extent: int, factor: int) -> float:
     return extent / (-(-extent // factor) * factor)
 
 
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+@lru_cache(maxsize=4096)
+def _divisors(n: int) -> tuple[int, ...]:
+    return tuple(d for d in range(1, n + 1) if n % d == 0)
 
 
-def _best_split(extents: tuple[int, ...], tiles: int, floor: float) -> tuple[float, tuple[int, ...]]:
-    """Best product-of-efficiencies split of ``tiles`` over ``extents`` (depth-first, pruned).
+Split = tuple[float, tuple[int, ...]]
 
-    Efficiencies only shrink as factors are applied, so any prefix below ``floor`` is cut.
+
+@lru_cache(maxsize=20_000)
+def _split_table(extents: tuple[int, ...], max_tiles: int) -> tuple[Split, ...]:
+    """Entry t-1: the best (utilisation, factors) using exactly t tiles over ``extents``.
+
+    Dynamic programme over the dimensions: the best split of t tiles over (e, rest...) is
+    the best over divisors f of t of eff(e, f) times the best split of t/f over the rest.
     """
     if not extents:
-        return (1.0, ()) if tiles == 1 else (0.0, ())
-    best: tuple[float, tuple[int, ...]] = (0.0, ())
-    head, rest = extents[0], extents[1:]
-    for factor in _divisors(tiles):
-        if factor > head:
-            break
-        eff = dim_efficiency(head, factor)
-        if eff < floor:
-            continue
-        sub, factors = _best_split(rest, tiles // factor, floor / eff)
-        if eff * sub > best[0]:
-            best = (eff * sub, (factor, *factors))
-    return best
+        return tuple((1.0, ()) if t == 1 else (0.0, ()) for t in range(1, max_tiles + 1))
+    head, rest = extents[0], _split_table(extents[1:], max_tiles)
+    table: list[Split] = []
+    for t in range(1, max_tiles + 1):
+        best: Split = (0.0, ())
+        for f in _divisors(t):
+            if f > head:
+                break
+            util, factors = rest[t // f - 1]
+            value = dim_efficiency(head, f) * util
+            if util and value > best[0]:
+                best = (value, (f, *factors))
+        table.append(best)
+    return tuple(table)
 
 
 @lru_cache(maxsize=200_000)
 def exact_partition(extents: tuple[int, int, int, int], tiles: int,
                     floor: float = MIN_UTILISATION) -> Partition | None:
     """The best split of exactly ``tiles`` tiles over (batch, K, H, W), or None below floor."""
-    util, factors = _best_split(extents, tiles, floor)
+    util, factors = _split_table(extents, _table_size(tiles))[tiles - 1]
     if util < floor or not factors:
         return None
     kb, kk, kh, kw = factors
     return Partition(kb, kk, kh, kw, util)
+
+
+def _table_size(tiles: int) -> int:
+    """Tables are built for sizes rounded up to a power of two, so few tables are built."""
+    return 1 << max(0, (tiles - 1).bit_length())
+
+
+def useful_tiles(extents: tuple[int, int, int, int], tiles: int) -> float:
+    """Throughput of the best split in tiles' worth of fully used MAC arrays."""
+    return best_partition(extents, tiles).throughput
 
 
 @lru_cache(maxsize=100_000)

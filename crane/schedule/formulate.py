@@ -83,6 +83,14 @@ class Formulation:
     y: list[list[int]]
     fused: list[int | None]
 
+    def start_of(self, plan: Plan) -> dict[int, float]:
+        """Values of the decision variables that reproduce ``plan`` (a MIP start)."""
+        start = {v: float(c) for row, counts in zip(self.y, plan.mix, strict=True)
+                 for v, c in zip(row, counts, strict=True)}
+        start.update({f: float(flag) for f, flag in zip(self.fused, plan.fused, strict=True)
+                      if f is not None})
+        return start
+
     def plan(self, sol: Solution) -> Plan:
         mix = tuple(tuple(round(sol[v]) for v in row) for row in self.y)
         fused = tuple(bool(round(sol[f])) if f is not None else False for f in self.fused)

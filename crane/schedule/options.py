@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from crane.cost.layer import layer_cost
+from crane.cost.layer import layer_cost, step_cycles
 from crane.cost.placement import Mesh, Region, dram_hops, mean_hops, split_regions
 from crane.cost.traffic import Traffic, traffic_energy
 from crane.hardware.machine import Machine
@@ -49,12 +49,18 @@ class StateOption:
 
 def _cycles(block: Block, column: int, batch: int, tiles: int, machine: Machine,
             backward: bool) -> float:
-    return layer_cost(block.layers[column], batch, Region(0, tiles), machine, backward).cycles
+    layer = block.layers[column]
+    macs = (layer.backward_macs if backward else layer.macs) * batch
+    vec = (layer.backward_vector_ops if backward else layer.vector_ops) * batch
+    return step_cycles(macs, vec, (batch, *layer.dims.partitionable), tiles,
+                       machine.macs_per_cycle, machine.vector_lanes)
 
 
 def balanced_split(block: Block, columns: tuple[int, ...], batch: int, tiles: int,
                    machine: Machine, backward: bool = False) -> tuple[int, ...]:
     """Greedy min-max tile counts: each spare tile goes to the currently slowest column."""
+    if len(columns) == 1:
+        return (tiles,)
     counts = [1] * len(columns)
     for _ in range(tiles - len(columns)):
         times = [_cycles(block, c, batch, counts[k], machine, backward)

@@ -140,9 +140,17 @@ class Model:
             h.addRow(lb, ub, len(idx), idx, val)
         return h
 
-    def solve(self, time_limit: float | None = None) -> Solution:
-        """Minimise the objective; the status says whether optimality was proven."""
+    def solve(self, time_limit: float | None = None,
+              start: Mapping[int, float] | None = None) -> Solution:
+        """Minimise the objective; the status says whether optimality was proven.
+
+        ``start`` gives values of some variables of a known solution; HiGHS completes it
+        and uses it as the first incumbent, so a time-limited solve is never worse.
+        """
         h = self._highs(time_limit)
+        if start:
+            idx = np.array(list(start.keys()), dtype=np.int32)
+            h.setSolution(len(idx), idx, np.array(list(start.values()), dtype=np.float64))
         h.run()
         raw = h.getModelStatus()
         status = _STATUS.get(raw, Status.UNKNOWN)

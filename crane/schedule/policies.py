@@ -1,0 +1,166 @@
+"""Scheduling policies: Crane and the baselines, all in the same cost model.
+
+* ``crane``: every block solved by the MILP (any state workloads, tile split per state
+  among candidates, fused/spilled producers, every sub-batch size that survives the
+  closed-form compute ranking, K1 = half of the candidates as in the paper); blocks of up to
+  ``max_block`` layers. Since every baseline schedule is also a Crane schedule, the policy
+  returns the best of its own search and the baselines' (it can only gain).
+* ``sequential``: one layer at a time on the whole machine, best sub-batch size per layer,
+  tensors kept in SRAM across layers whenever the whole batch fits.
+* ``tangram``: Tangram-like spatial pipelining of layer segments (DP over the segment
+  cuts), every layer of a segment active at once, tiles in proportion to MACs, on-chip
+  forwarding of intermediate tensors, best sub-batch size per segment.
+* ``set``: SET-like S-cut segments under a top T-cut, with the utilisation-aware balanced
+  tile split, per-segment sub-batching and per-segment choice of keeping the segment's
+  intermediate tensors in SRAM or DRAM (SET's ``to_dram``), DP over the cuts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from crane.hardware.machine import Machine
+from crane.schedule.block import Block
+from crane.schedule.canonical import compute_optimum, required_fill
+from crane.schedule.evaluate import BlockCost, Plan, evaluate
+from crane.schedule.formulate import formulate
+from crane.schedule.objective import Objective
+from crane.schedule.options import state_options
+from crane.schedule.pareto import sweep
+from crane.schedule.search import BlockCache, Schedule, search
+from crane.schedule.tables import num_states
+from crane.schedule.workload import Workload
+
+POLICIES = ("crane", "sequential", "tangram", "set")
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _front(found: list[tuple[Plan, BlockCost]]) -> list[tuple[Plan, BlockCost]]:
+    """Feasible, non-dominated candidates."""
+    ok = sorted((pc for pc in found if pc[1].feasible),
+                key=lambda pc: (pc[1].latency_cycles, pc[1].energy_pj))
+    front: list[tuple[Plan, BlockCost]] = []
+    for pc in ok:
+        if not front or pc[1].energy_pj < front[-1][1].energy_pj:
+            front.append(pc)
+    return front
+
+
+def _subbatches(block: Block, batch: int) -> list[int]:
+    """Sub-batch sizes whose sub-batch count can fill the block's pipeline."""
+    need = sum(required_fill(block))
+    return [b for b in divisors(batch) if batch // b >= need]
+
+
+def _value(objective: Objective, pc: tuple[Plan, BlockCost]) -> float:
+    return objective(pc[1].latency_cycles, pc[1].energy_pj)
+
+
+def crane_solver(time_limit: float | None = None, keep: float = 0.5,
+                 max_points: int = 40) -> Callable[
+        [Block, int, Machine, Objective, float], list[tuple[Plan, BlockCost]]]:
+    """Block solver of the ``crane`` policy.
+
+    Single layers are enumerated exactly over sub-batch sizes. Larger blocks: the
+    baselines' patterns give incumbents, the closed-form compute optimum ranks the sub-batch
+    sizes and the best ``keep`` fraction (the paper's K1) go to the MILP sweep, seeded with
+    the incumbent of the same size so a time-limited solve never returns worse.
+    """
+    patterns = pipeline_solver("balanced", (True, False)), pipeline_solver("flops", (True,))
+
+    def solve(block: Block, batch: int, machine: Machine, objective: Objective,
+              reserved: float) -> list[tuple[Plan, BlockCost]]:
+        found = [pc for pattern in patterns
+                 for pc in pattern(block, batch, machine, objective, reserved)]
+        if block.n == 1 or not found:
+            return _front(found)
+        ranked: list[tuple[float, int]] = []
+        for b in _subbatches(block, batch):
+            quick = compute_optimum(block, b, batch // b, machine, objective)
+            if quick is not None:
+                ranked.append((quick[0], b))
+        ranked.sort()
+        to_beat = min(_value(objective, pc) for pc in found)
+        for _, b in ranked[: max(1, math.ceil(keep * len(ranked)))]:
+            form = formulate(block, b, batch // b, machine, sram_reserved=reserved)
+            if form is None:
+                continue
+            same = [pc for pc in found if pc[0].subbatch == b]
+            seed = min(same, key=lambda pc: _value(objective, pc))[0] if same else None
+            result = sweep(form, objective, time_limit, max_points, seed, to_beat)
+            found += [(pt.plan, evaluate(pt.plan, machine, reserved)) for pt in result.frontier]
+            to_beat = min(to_beat, min((_value(objective, pc) for pc in found), default=to_beat))
+        return _front(found)
+
+    return solve
+
+
+def _pipeline_plan(block: Block, b: int, q: int, machine: Machine, split: str,
+                   fused: bool) -> Plan | None:
+    """All layers of the block active together after a one-sub-batch fill per layer."""
+    need = required_fill(block)
+    free = list(need)
+    free[-1] += q - sum(need)
+    workloads = free + free[: block.n - 1]
+    mix: list[tuple[int, ...]] = []
+    for i, s in enumerate(workloads):
+        opts = state_options(block, i, b, machine)
+        if not opts:
+            return None
+        pick = next((k for k, o in enumerate(opts) if o.split == split), 0)
+        mix.append(tuple(s if k == pick else 0 for k in range(len(opts))))
+    flags = tuple(fused and bool(block.consumers(m)) for m in range(block.n))
+    return Plan(block, b, q, tuple(mix), flags)
+
+
+def pipeline_solver(split: str, fusion_choices: tuple[bool, ...]) -> Callable[
+        [Block, int, Machine, Objective, float], list[tuple[Plan, BlockCost]]]:
+    """Block solver of the pipelining baselines (one fixed pattern, searched batching)."""
+
+    def solve(block: Block, batch: int, machine: Machine, objective: Objective,
+              reserved: float) -> list[tuple[Plan, BlockCost]]:
+        found: list[tuple[Plan, BlockCost]] = []
+        for b in _subbatches(block, batch):
+            for fused in fusion_choices:
+                plan = _pipeline_plan(block, b, batch // b, machine, split, fused)
+                if plan is not None:
+                    found.append((plan, evaluate(plan, machine, reserved)))
+        return _front(found)
+
+    return solve
+
+
+def schedule(workload: Workload, batch: int, machine: Machine, policy: str = "crane",
+             objective: Objective | str = "edp", max_block: int = 4,
+             time_limit: float | None = None,
+             progress: Callable[[str], None] | None = None) -> Schedule:
+    """Schedule ``workload`` at ``batch`` on ``machine`` with one of ``POLICIES``."""
+    obj = Objective.parse(objective) if isinstance(objective, str) else objective
+    if policy == "sequential":
+        return search(workload, batch, machine, BlockCache(pipeline_solver("balanced", (False,))),
+                      obj, policy, max_block=1, progress=progress)
+    if policy == "tangram":
+        return search(workload, batch, machine, BlockCache(pipeline_solver("flops", (True,))),
+                      obj, policy, max_block, progress=progress)
+    if policy == "set":
+        return search(workload, batch, machine,
+                      BlockCache(pipeline_solver("balanced", (True, False))), obj, policy,
+                      max_block, progress=progress)
+    if policy != "crane":
+        raise ValueError(f"unknown policy {policy!r}; expected one of {POLICIES}")
+    own = search(workload, batch, machine, BlockCache(crane_solver(time_limit)), obj, policy,
+                 max_block, progress=progress)
+    rivals = [schedule(workload, batch, machine, p, obj, max_block, time_limit)
+              for p in POLICIES[1:]]
+    best = min([own, *rivals], key=lambda s: obj(s.cost.latency_cycles, s.cost.energy_pj))
+    return Schedule(own.workload, batch, "crane", best.blocks, best.cost, own.bounds,
+                    own.seconds + sum(r.seconds for r in rivals))
+
+
+def states_of(plan: Plan) -> int:
+    """How many of a plan's states carry work (for reports)."""
+    return sum(1 for i in range(num_states(plan.block.n)) if plan.workloads[i])

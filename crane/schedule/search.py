@@ -1,0 +1,151 @@
+"""The search: blocks over a workload, each solved by a policy, combined on Pareto fronts.
+
+The hierarchy is a sequence of blocks (contiguous runs of the topological order, at most
+``max_block`` layers) run one after another; a dynamic program over the cut positions keeps,
+for every prefix of the network, the non-dominated (latency, energy) schedules, so the final
+L^p E^q choice is exact over the blocks' candidate points (fronts are thinned to
+``front_size`` points to bound the work). Data crossing a cut stays in SRAM when the
+whole batch of it fits in half of the activation SRAM, else it goes through DRAM.
+
+Blocks are solved by a ``policy`` (``crane.schedule.policies``); identical blocks (same
+shapes, different names) share one solve through a cache keyed by an anonymised block.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from crane.cost.bounds import LowerBounds, lower_bounds
+from crane.hardware.machine import Machine
+from crane.schedule.block import Block, crossing_bytes
+from crane.schedule.evaluate import BlockCost, Plan, activation_capacity, evaluate
+from crane.schedule.objective import Objective
+from crane.schedule.workload import Workload
+
+BlockSolver = Callable[[Block, int, Machine, Objective, float], list[tuple[Plan, BlockCost]]]
+"""(block, batch, machine, objective, SRAM reserved) -> candidate plans with their costs."""
+
+
+@dataclass(frozen=True, slots=True)
+class BlockChoice:
+    start: int
+    stop: int
+    plan: Plan
+    cost: BlockCost
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """A whole-network schedule: blocks in order, with total cost and bounds."""
+
+    workload: str
+    batch: int
+    policy: str
+    blocks: tuple[BlockChoice, ...]
+    cost: BlockCost
+    bounds: LowerBounds
+    seconds: float
+
+    @property
+    def edp(self) -> float:
+        return self.cost.latency_cycles * self.cost.energy_pj
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    latency: float
+    energy: float
+    cost: BlockCost
+    prev: _Entry | None
+    choice: BlockChoice | None
+
+
+def _anonymous(block: Block) -> Block:
+    """The block with names erased, so equal shapes hit the same cache entry."""
+    layers = tuple(replace(layer, name=f"#{i}", inputs=()) for i, layer in enumerate(block.layers))
+    return replace(block, name="", layers=layers)
+
+
+class BlockCache:
+    """Memoises a block solver on anonymised blocks."""
+
+    def __init__(self, solver: BlockSolver) -> None:
+        self.solver = solver
+        self.memo: dict[tuple[Block, int, Objective, float], list[tuple[Plan, BlockCost]]] = {}
+        self.hits = 0
+
+    def __call__(self, block: Block, batch: int, machine: Machine, objective: Objective,
+                 reserved: float) -> list[tuple[Plan, BlockCost]]:
+        key = (_anonymous(block), batch, objective, reserved)
+        if key in self.memo:
+            self.hits += 1
+            return [(replace(p, block=block), c) for p, c in self.memo[key]]
+        found = self.solver(key[0], batch, machine, objective, reserved)
+        self.memo[key] = found
+        return [(replace(p, block=block), c) for p, c in found]
+
+
+def _thin(entries: list[_Entry], size: int) -> list[_Entry]:
+    """Non-dominated entries, thinned evenly along latency to at most ``size``."""
+    entries.sort(key=lambda e: (e.latency, e.energy))
+    front: list[_Entry] = []
+    for e in entries:
+        if not front or e.energy < front[-1].energy:
+            front.append(e)
+    if len(front) <= size:
+        return front
+    step = (len(front) - 1) / (size - 1)
+    return [front[round(k * step)] for k in range(size)]
+
+
+def fused_cut(workload: Workload, cut: int, batch: int, machine: Machine) -> bool:
+    """Whether the tensors crossing ``cut`` stay in SRAM for the whole batch."""
+    if cut <= 0 or cut >= len(workload):
+        return False
+    return crossing_bytes(workload, cut) * batch <= 0.5 * activation_capacity(machine)
+
+
+def search(workload: Workload, batch: int, machine: Machine, solver: BlockSolver,
+           objective: Objective, policy: str, max_block: int = 4,
+           front_size: int = 24, progress: Callable[[str], None] | None = None) -> Schedule:
+    """The best schedule of ``workload`` whose blocks come from ``solver``."""
+    began = time.perf_counter()
+    n = len(workload)
+    fronts: list[list[_Entry]] = [[] for _ in range(n + 1)]
+    fronts[0] = [_Entry(0.0, 0.0, BlockCost.zero(), None, None)]
+    for stop in range(1, n + 1):
+        out_sram = fused_cut(workload, stop, batch, machine)
+        candidates: list[_Entry] = []
+        for start in range(max(0, stop - max_block), stop):
+            if not fronts[start]:
+                continue
+            in_sram = fused_cut(workload, start, batch, machine)
+            block = Block.of(workload, start, stop, in_from_sram=in_sram, out_to_sram=out_sram)
+            reserved = crossing_bytes(workload, start) * batch if in_sram else 0.0
+            for plan, cost in solver(block, batch, machine, objective, reserved):
+                choice = BlockChoice(start, stop, plan, cost)
+                candidates += [_Entry(e.latency + cost.latency_cycles, e.energy + cost.energy_pj,
+                                      e.cost.then(cost), e, choice) for e in fronts[start]]
+        fronts[stop] = _thin(candidates, front_size)
+        if progress:
+            progress(f"{policy}: {stop}/{n} layers, front {len(fronts[stop])}")
+    if not fronts[n]:
+        raise ValueError(f"policy {policy} found no feasible schedule for {workload.name}")
+    best = min(fronts[n], key=lambda e: objective(e.latency, e.energy))
+    chosen: list[BlockChoice] = []
+    entry: _Entry | None = best
+    while entry is not None and entry.choice is not None:
+        chosen.append(entry.choice)
+        entry = entry.prev
+    return Schedule(workload.name, batch, policy, tuple(reversed(chosen)), best.cost,
+                    lower_bounds(workload, batch, machine), time.perf_counter() - began)
+
+
+def reevaluate(schedule: Schedule, machine: Machine) -> BlockCost:
+    """Recompute a schedule's cost from its plans (a consistency check)."""
+    total = BlockCost.zero()
+    for choice in schedule.blocks:
+        total = total.then(evaluate(choice.plan, machine))
+    return total
