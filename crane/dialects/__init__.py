@@ -9,6 +9,8 @@ from crane.ir.context import Context, Dialect
 
 IN_TREE: dict[str, str] = {
     "builtin": "crane.dialects.builtin:BUILTIN",
+    "graph": "crane.dialects.graph:GRAPH",
+    "hw": "crane.dialects.hw:HW",
     "test": "crane.dialects.test:TEST",
 }
 """Dialect name -> ``module:attribute`` holding its :class:`Dialect`."""
