@@ -4,6 +4,7 @@ and the automatic choice of segment cuts and tile grids under a memory cap.
 The ``tile`` pass of :mod:`crane.passes` is meant to be a thin wrapper over this library.
 """
 
+from crane.tiling.cores import CoreWork, SplitDim, split_backward, split_forward, split_layer
 from crane.tiling.execute import (
     Segment,
     segmented_backward,
@@ -26,6 +27,11 @@ from crane.tiling.regions import (
 )
 
 __all__ = [
+    "CoreWork",
+    "SplitDim",
+    "split_backward",
+    "split_forward",
+    "split_layer",
     "CostModel",
     "Interval",
     "Layer",
