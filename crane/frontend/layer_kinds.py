@@ -325,3 +325,12 @@ def _kinds() -> tuple[LayerKind, ...]:
 
 LAYER_KINDS: Mapping[str, LayerKind] = {kind.name: kind for kind in _kinds()}
 """Every layer kind by name, in a stable order."""
+
+DEFAULT_ATTRS: Mapping[str, Mapping[str, AttrValue]] = {
+    kind.name: {
+        p.name: coerce(p, p.default)  # type: ignore[arg-type]
+        for p in kind.params if p.default is not REQUIRED and p.default is not DERIVED
+    }
+    for kind in LAYER_KINDS.values()
+}
+"""The coerced defaults of each kind's optional parameters (computed once)."""

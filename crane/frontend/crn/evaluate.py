@@ -11,7 +11,7 @@ from crane.frontend.crn import ast
 from crane.frontend.crn.context import Ctx, Frame, Poisoned
 from crane.frontend.crn.scope import POISON, Symbol, Tensor, Value
 from crane.frontend.errors import CrnError, did_you_mean
-from crane.frontend.layer_kinds import DERIVED, LAYER_KINDS, LayerKind, ParamError, coerce
+from crane.frontend.layer_kinds import DEFAULT_ATTRS, LAYER_KINDS, LayerKind, ParamError, coerce
 from crane.frontend.layer_rules import ShapeError
 from crane.frontend.model import INTEGER_DTYPES, AttrValue, Layer, WeightDecl
 
@@ -97,7 +97,7 @@ def _binop(ctx: Ctx, frame: Frame, expr: ast.BinOp) -> Number:
     if expr.op == "*":
         return left * right
     if right == 0:
-        raise ctx.error(frame.file, expr.right.pos, f"division by zero in '{expr.op}'")
+        raise ctx.error(frame.file, expr.pos, f"division by zero in '{expr.op}'")
     if expr.op == "//":
         return left // right
     if expr.op == "%":
@@ -151,6 +151,8 @@ def _tensor_inputs(ctx: Ctx, frame: Frame, call: ast.Call, kind: LayerKind) -> l
         raise ctx.error(frame.file, call.pos,
                         f"{kind.name} takes {span} tensor input(s) ({names}), got {count}")
     tensors = [_tensor_arg(ctx, frame, kind, index, arg) for index, arg in enumerate(call.args)]
+    if not kind.int_inputs:
+        return tensors
     for index in sorted(kind.int_inputs):
         if index < len(tensors) and tensors[index].dtype not in INTEGER_DTYPES:
             raise ctx.error(frame.file, call.args[index].pos,
@@ -183,12 +185,9 @@ def _params(ctx: Ctx, frame: Frame, call: ast.Call, kind: LayerKind) -> tuple[di
         given[kw.name] = kw.pos
         attrs[kw.name] = _param_value(ctx, frame, kind, param.name, kw)
     for param in kind.params:
-        if param.name in attrs or param.default is DERIVED:
-            continue
-        if param.required:
+        if param.required and param.name not in attrs:
             raise ctx.error(frame.file, call.pos, f"{kind.name} needs {param.name}=... ({param.doc})")
-        attrs[param.name] = coerce(param, param.default)  # type: ignore[arg-type]
-    return attrs, given
+    return {**DEFAULT_ATTRS[kind.name], **attrs}, given
 
 
 def _param_value(ctx: Ctx, frame: Frame, kind: LayerKind, name: str, kw: ast.KwArg) -> AttrValue:

@@ -112,26 +112,11 @@ class _ToAst(lark.Transformer[Token, ast.Module]):
     def unit(self, num: Token, den: Token | None) -> ast.Unit:
         return ast.Unit(num.value, None if den is None else den.value, _pos(num))
 
-    def add(self, left: ast.Expr, right: ast.Expr) -> ast.BinOp:
-        return ast.BinOp("+", left, right, left.pos)
+    def binary(self, first: ast.Expr, *rest: Token | ast.Expr) -> ast.Expr:
+        return _by_precedence(first, rest)
 
-    def sub(self, left: ast.Expr, right: ast.Expr) -> ast.BinOp:
-        return ast.BinOp("-", left, right, left.pos)
-
-    def mul(self, left: ast.Expr, right: ast.Expr) -> ast.BinOp:
-        return ast.BinOp("*", left, right, left.pos)
-
-    def div(self, left: ast.Expr, right: ast.Expr) -> ast.BinOp:
-        return ast.BinOp("/", left, right, left.pos)
-
-    def floordiv(self, left: ast.Expr, right: ast.Expr) -> ast.BinOp:
-        return ast.BinOp("//", left, right, left.pos)
-
-    def mod(self, left: ast.Expr, right: ast.Expr) -> ast.BinOp:
-        return ast.BinOp("%", left, right, left.pos)
-
-    def neg(self, operand: ast.Expr) -> ast.Neg:
-        return ast.Neg(operand, operand.pos)
+    def neg(self, minus: Token, operand: ast.Expr) -> ast.Neg:
+        return ast.Neg(operand, _pos(minus))
 
     def int_lit(self, token: Token) -> ast.Num:
         return ast.Num(int(token.value), _pos(token))
@@ -161,6 +146,31 @@ class _ToAst(lark.Transformer[Token, ast.Module]):
 
     def kwarg(self, name: Token, value: ast.Expr) -> ast.KwArg:
         return ast.KwArg(name.value, value, _pos(name))
+
+
+_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "//": 2, "%": 2}
+
+
+def _by_precedence(first: ast.Expr, rest: tuple[Token | ast.Expr, ...]) -> ast.Expr:
+    """Left-associative binary operators in a flat ``a op b op c`` list, ``*`` before ``+``."""
+    operands: list[ast.Expr] = [first]
+    operators: list[Token] = []
+    for index in range(0, len(rest), 2):
+        op, operand = rest[index], rest[index + 1]
+        assert isinstance(op, Token) and not isinstance(operand, Token)
+        while operators and _PRECEDENCE[operators[-1].value] >= _PRECEDENCE[op.value]:
+            _reduce(operands, operators.pop())
+        operators.append(op)
+        operands.append(operand)
+    while operators:
+        _reduce(operands, operators.pop())
+    return operands[0]
+
+
+def _reduce(operands: list[ast.Expr], op: Token) -> None:
+    right = operands.pop()
+    left = operands.pop()
+    operands.append(ast.BinOp(op.value, left, right, _pos(op)))
 
 
 def _late_positional(args: tuple[ast.Expr | ast.KwArg | None, ...]) -> ast.Pos | None:
