@@ -64,7 +64,8 @@ class _Entry:
 
 def _anonymous(block: Block) -> Block:
     """The block with names erased, so equal shapes hit the same cache entry."""
-    layers = tuple(replace(layer, name=f"#{i}", inputs=()) for i, layer in enumerate(block.layers))
+    layers = tuple(replace(layer, name=f"#{i}", inputs=tuple(("", b) for _, b in layer.inputs))
+                   for i, layer in enumerate(block.layers))
     return replace(block, name="", layers=layers)
 
 
