@@ -15,7 +15,7 @@ from crane.frontend.crn import ast
 from crane.frontend.crn.context import BlockInfo, Ctx, Frame, Poisoned, TooLarge
 from crane.frontend.crn.evaluate import describe, eval_expr, eval_int
 from crane.frontend.crn.machines import build_machine
-from crane.frontend.crn.scope import Scope, Tensor
+from crane.frontend.crn.scope import POISON, Scope, Tensor
 from crane.frontend.crn.statements import exec_body
 from crane.frontend.crn.syntax import parse_module
 from crane.frontend.crn.syntax_errors import SyntaxProblem
@@ -90,6 +90,7 @@ class _Loader:
                                      "a library file may hold blocks, machines and constants")
             elif isinstance(item, ast.Let):
                 _define(self.ctx, filename, item.name, item.pos)
+                self.ctx.globals.names[item.name] = POISON  # until its value is known
                 self.ctx.globals.names[item.name] = eval_expr(self.ctx, Frame(filename, self.ctx.globals), item.value)
             elif isinstance(item, ast.BlockDef):
                 _register_block(self.ctx, item, filename)

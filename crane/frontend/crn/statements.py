@@ -41,8 +41,9 @@ def _poison_target(frame: Frame, stmt: ast.Stmt) -> None:
         carrier = frame.scope.carrier(name) if frame.scope.is_loop else None
         if carrier is not None:
             carrier.names[name] = POISON
-        else:
-            frame.scope.names.setdefault(name, POISON)
+        elif name not in frame.scope.names:
+            frame.scope.names[name] = POISON
+            frame.scope.defs[name] = (frame.file, stmt.pos)
     if isinstance(stmt, ast.Return) and frame.block is not None:
         raise Poisoned()  # the block has no result; its caller's statement fails silently
 

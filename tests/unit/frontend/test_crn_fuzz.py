@@ -91,3 +91,33 @@ def test_mutated_examples(case: tuple[str, str]) -> None:
 def test_deep_nesting_is_an_error_not_a_crash() -> None:
     _check("network n {\n  let k = " + "(" * 3000 + "1" + ")" * 3000 + ";\n}\n")
     _check("network n {\n  input x: f32[1];\n  y = " + "relu(" * 2000 + "x" + ")" * 2000 + ";\n}\n")
+
+
+NAMES = ["x", "y", "z", "a", "k", "batch", "b"]
+STATEMENTS = [
+    "{n} = relu({m});", "{n} = conv2d({m}, out={i}, kernel={i}, stride={i}, padding={p});",
+    "{n} = add({m}, {o});", "{n} = concat({m}, {o}, axis={i});", "let {n} = {i} {op} {j};",
+    "{n} = b({m}, {i});", "{n} = linear({m}, out={i});", "output {n};", "input {n}: f32[{i}, {j}];",
+    "repeat {n} in {i}..{j} {{ {n} = relu({m}); }}", "{n} = reshape({m}, shape=[{i}, -1]);",
+    "{n} = attention({m}, heads={i});", "{n} = max_pool2d({m}, kernel={i});", "batch {i};",
+    "train {{ loss mse({m}, {o}); optimizer sgd(lr={i}); }}", "{n} = {m};", "machine {n};",
+]
+
+
+@st.composite
+def _statement_program(draw: st.DrawFn) -> str:
+    lines = ["block b(x, c) {", "  return conv2d(x, out=c, kernel=1);", "}", "network n {",
+             "  input x: f32[1, 3, 8, 8];"]
+    for _ in range(draw(st.integers(0, 12))):
+        template = draw(st.sampled_from(STATEMENTS))
+        lines.append("  " + template.format(
+            n=draw(st.sampled_from(NAMES)), m=draw(st.sampled_from(NAMES)), o=draw(st.sampled_from(NAMES)),
+            i=draw(st.integers(-2, 9)), j=draw(st.integers(-2, 9)), op=draw(st.sampled_from("+-*/%")),
+            p=draw(st.sampled_from(["same", "valid", "1", "[1, 2]", "sam", "x"]))))
+    return "\n".join([*lines, "}"]) + "\n"
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_statement_program())
+def test_random_statement_programs(text: str) -> None:
+    _check(text)
