@@ -7,6 +7,8 @@ mistake gives one message, and independent mistakes each get theirs.
 
 from __future__ import annotations
 
+import dataclasses
+
 from crane.frontend.crn import ast
 from crane.frontend.crn.context import MAX_DEPTH, MAX_REPEAT, BlockInfo, Ctx, Frame, Poisoned
 from crane.frontend.crn.evaluate import describe, eval_expr, eval_int, eval_loose
@@ -162,11 +164,27 @@ def call_block(ctx: Ctx, frame: Frame, call: ast.Call, info: BlockInfo, hint: st
     assert ctx.net_globals is not None
     inner = Frame(info.file, Scope(ctx.net_globals), f"{instance}.", "", name, (*frame.stack, name))
     _bind_params(ctx, frame, inner, call, info)
+    first_layer = len(ctx.layers)
     result = exec_body(ctx, inner, info.defn.body)
     if result is None:
         raise ctx.error(frame.file, call.pos, f"block '{name}' returned nothing; end it with "
                         "`return <expression>;`")
-    return result
+    return _named_result(ctx, result, instance, first_layer)
+
+
+def _named_result(ctx: Ctx, result: Value, instance: str, first_layer: int) -> Value:
+    """A block that returns a name (``return y;``) gives its last layer the call's name."""
+    # Only a layer this call made: a returned parameter belongs to the caller.
+    last = ctx.layers[-1] if len(ctx.layers) > first_layer else None
+    if not isinstance(result, Tensor) or last is None or last.name != result.name:
+        return result
+    if instance in ctx.taken:
+        return result
+    # The last layer of the block cannot be an input of any other layer yet: renaming it is safe.
+    ctx.taken.discard(last.name)
+    ctx.taken.add(instance)
+    ctx.layers[-1] = dataclasses.replace(last, name=instance)
+    return Tensor(instance, result.shape, result.dtype)
 
 
 def _bind_params(ctx: Ctx, caller: Frame, inner: Frame, call: ast.Call, info: BlockInfo) -> None:

@@ -208,3 +208,11 @@ def test_parsing_does_not_import_numpy() -> None:
             "print('numpy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_block_returning_a_name_gives_its_layer_the_call_name() -> None:
+    prelude = ("block two(x) {\n  a = relu(x);\n  b = tanh(a);\n  return b;\n}\n"
+               "block ident(x) {\n  return x;\n}\n")
+    n = net(IMG + "  t = two(x);\n  r = relu(t);\n  i = ident(r);\n  s = add(r, i);", prelude)
+    assert [layer.name for layer in n.layers] == ["t.a", "t", "r", "s"]
+    assert n.layer("s").inputs == ("r", "r")
