@@ -216,3 +216,15 @@ def test_block_returning_a_name_gives_its_layer_the_call_name() -> None:
     n = net(IMG + "  t = two(x);\n  r = relu(t);\n  i = ident(r);\n  s = add(r, i);", prelude)
     assert [layer.name for layer in n.layers] == ["t.a", "t", "r", "s"]
     assert n.layer("s").inputs == ("r", "r")
+
+
+def test_the_language_reference_example_elaborates() -> None:
+    import re
+
+    root = Path(__file__).resolve().parents[3]
+    doc = (root / "docs" / "crn-language.md").read_text()
+    match = re.search(r"```\n(# tiny\.crn.*?)```", doc, re.S)
+    assert match is not None
+    n = parse_crn(match.group(1), str(root / "examples" / "tiny.crn"))
+    assert n.name == "tiny" and n.batch == 8 and n.training is not None
+    assert n.machine is not None and (n.machine.rows, n.machine.sram_bytes) == (2, 512 * 1024)
