@@ -2,7 +2,8 @@
 
 A cluster of T tiles is split as ``T = kb * kk * kh * kw`` over batch, output channels and
 output rows/columns (Crane Eq. 16). The utilisation of a split is the fraction of useful work
-once every dimension is padded to a multiple of its factor. SET prunes splits whose
+once every dimension is padded to a multiple of its factor; no dimension is split into more
+parts than it has elements (no tile gets an empty slice). SET prunes splits whose
 utilisation is below 0.75; a layer may also leave tiles of its cluster idle when a smaller
 cluster does better, so the model keeps, for every cluster size, the best useful size at or
 below it.

@@ -39,6 +39,8 @@ class Block:
     """Bytes per sample each column must leave for consumers outside the block."""
     in_from_sram: bool = False
     out_to_sram: bool = False
+    backward: bool = False
+    """Columns run their gradient work (dX and dW) instead of the forward pass."""
 
     @property
     def n(self) -> int:
@@ -71,6 +73,23 @@ class Block:
         name = f"{layers[0].name}..{layers[-1].name}" if len(layers) > 1 else layers[0].name
         return cls(name, layers, tuple(edges), tuple(ext_in), tuple(ext_out),
                    in_from_sram, out_to_sram)
+
+
+def gradient_block(forward: Block) -> Block:
+    """The backward pass of a block: layers in reverse order, gradients flowing backwards.
+
+    Column c of the result back-propagates forward column n-1-c. It reads the output
+    gradient (from consumers outside the block or from the columns it fed) and its saved or
+    recomputed input activations from DRAM, and leaves its input gradient for the
+    producers outside the block.
+    """
+    n = forward.n
+    flip = [n - 1 - j for j in range(n)]
+    edges = tuple(Edge(flip[e.dst], flip[e.src], e.bytes) for e in forward.edges)
+    layers = tuple(reversed(forward.layers))
+    ext_in = tuple(forward.external_out[j] + forward.layers[j].input_bytes for j in reversed(range(n)))
+    ext_out = tuple(forward.external_in[j] for j in reversed(range(n)))
+    return Block(f"grad({forward.name})", layers, edges, ext_in, ext_out, backward=True)
 
 
 def _outside_bytes(workload: Workload, layer: LayerWork, local: dict[str, int]) -> int:

@@ -116,6 +116,7 @@ def state_options(block: Block, state: int, batch: int, machine: Machine,
     """Distinct candidate splits of ``state`` for sub-batches of ``batch`` samples."""
     columns = active_columns(block.n, state)
     budget = tiles or machine.tiles
+    backward = backward or block.backward
     if len(columns) > budget:
         return ()
     seen: dict[tuple[int, ...], str] = {}

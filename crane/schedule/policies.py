@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from crane.hardware.machine import Machine
 from crane.schedule.block import Block
@@ -60,20 +61,23 @@ def _value(objective: Objective, pc: tuple[Plan, BlockCost]) -> float:
     return objective(pc[1].latency_cycles, pc[1].energy_pj)
 
 
-def crane_solver(time_limit: float | None = None, keep: float = 0.5,
-                 max_points: int = 40) -> Callable[
-        [Block, int, Machine, Objective, float], list[tuple[Plan, BlockCost]]]:
-    """Block solver of the ``crane`` policy.
+@dataclass(frozen=True, slots=True)
+class CraneSolver:
+    """Block solver of the ``crane`` policy (a picklable callable, for worker processes).
 
     Single layers are enumerated exactly over sub-batch sizes. Larger blocks: the
     baselines' patterns give incumbents, the closed-form compute optimum ranks the sub-batch
     sizes and the best ``keep`` fraction (the paper's K1) go to the MILP sweep, seeded with
     the incumbent of the same size so a time-limited solve never returns worse.
     """
-    patterns = pipeline_solver("balanced", (True, False)), pipeline_solver("flops", (True,))
 
-    def solve(block: Block, batch: int, machine: Machine, objective: Objective,
-              reserved: float) -> list[tuple[Plan, BlockCost]]:
+    time_limit: float | None = None
+    keep: float = 0.5
+    max_points: int = 40
+
+    def __call__(self, block: Block, batch: int, machine: Machine, objective: Objective,
+                 reserved: float) -> list[tuple[Plan, BlockCost]]:
+        patterns = PatternSolver("balanced", (True, False)), PatternSolver("flops", (True,))
         found = [pc for pattern in patterns
                  for pc in pattern(block, batch, machine, objective, reserved)]
         if block.n == 1 or not found:
@@ -85,18 +89,22 @@ def crane_solver(time_limit: float | None = None, keep: float = 0.5,
                 ranked.append((quick[0], b))
         ranked.sort()
         to_beat = min(_value(objective, pc) for pc in found)
-        for _, b in ranked[: max(1, math.ceil(keep * len(ranked)))]:
+        for _, b in ranked[: max(1, math.ceil(self.keep * len(ranked)))]:
             form = formulate(block, b, batch // b, machine, sram_reserved=reserved)
             if form is None:
                 continue
             same = [pc for pc in found if pc[0].subbatch == b]
             seed = min(same, key=lambda pc: _value(objective, pc))[0] if same else None
-            result = sweep(form, objective, time_limit, max_points, seed, to_beat)
+            result = sweep(form, objective, self.time_limit, self.max_points, seed, to_beat)
             found += [(pt.plan, evaluate(pt.plan, machine, reserved)) for pt in result.frontier]
             to_beat = min(to_beat, min((_value(objective, pc) for pc in found), default=to_beat))
         return _front(found)
 
-    return solve
+
+def crane_solver(time_limit: float | None = None, keep: float = 0.5,
+                 max_points: int = 40) -> CraneSolver:
+    """The ``crane`` block solver with a per-MILP time limit."""
+    return CraneSolver(time_limit, keep, max_points)
 
 
 def _pipeline_plan(block: Block, b: int, q: int, machine: Machine, split: str,
@@ -117,28 +125,37 @@ def _pipeline_plan(block: Block, b: int, q: int, machine: Machine, split: str,
     return Plan(block, b, q, tuple(mix), flags)
 
 
-def pipeline_solver(split: str, fusion_choices: tuple[bool, ...]) -> Callable[
-        [Block, int, Machine, Objective, float], list[tuple[Plan, BlockCost]]]:
+@dataclass(frozen=True, slots=True)
+class PatternSolver:
     """Block solver of the pipelining baselines (one fixed pattern, searched batching)."""
 
-    def solve(block: Block, batch: int, machine: Machine, objective: Objective,
-              reserved: float) -> list[tuple[Plan, BlockCost]]:
+    split: str
+    fusion_choices: tuple[bool, ...]
+
+    def __call__(self, block: Block, batch: int, machine: Machine, objective: Objective,
+                 reserved: float) -> list[tuple[Plan, BlockCost]]:
         found: list[tuple[Plan, BlockCost]] = []
         for b in _subbatches(block, batch):
-            for fused in fusion_choices:
-                plan = _pipeline_plan(block, b, batch // b, machine, split, fused)
+            for fused in self.fusion_choices:
+                plan = _pipeline_plan(block, b, batch // b, machine, self.split, fused)
                 if plan is not None:
                     found.append((plan, evaluate(plan, machine, reserved)))
         return _front(found)
 
-    return solve
+
+def pipeline_solver(split: str, fusion_choices: tuple[bool, ...]) -> PatternSolver:
+    return PatternSolver(split, fusion_choices)
 
 
 def schedule(workload: Workload, batch: int, machine: Machine, policy: str = "crane",
              objective: Objective | str = "edp", max_block: int = 4,
-             time_limit: float | None = None,
-             progress: Callable[[str], None] | None = None) -> Schedule:
-    """Schedule ``workload`` at ``batch`` on ``machine`` with one of ``POLICIES``."""
+             time_limit: float | None = 0.2,
+             progress: Callable[[str], None] | None = None, workers: int = 1) -> Schedule:
+    """Schedule ``workload`` at ``batch`` on ``machine`` with one of ``POLICIES``.
+
+    ``time_limit`` bounds each MILP solve (None: prove optimality); ``workers`` solves
+    distinct blocks in that many processes.
+    """
     obj = Objective.parse(objective) if isinstance(objective, str) else objective
     if policy == "sequential":
         return search(workload, batch, machine, BlockCache(pipeline_solver("balanced", (False,))),
@@ -153,7 +170,7 @@ def schedule(workload: Workload, batch: int, machine: Machine, policy: str = "cr
     if policy != "crane":
         raise ValueError(f"unknown policy {policy!r}; expected one of {POLICIES}")
     own = search(workload, batch, machine, BlockCache(crane_solver(time_limit)), obj, policy,
-                 max_block, progress=progress)
+                 max_block, progress=progress, workers=workers)
     rivals = [schedule(workload, batch, machine, p, obj, max_block, time_limit)
               for p in POLICIES[1:]]
     best = min([own, *rivals], key=lambda s: obj(s.cost.latency_cycles, s.cost.energy_pj))

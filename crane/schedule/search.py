@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
+from multiprocessing import get_context
 
 from crane.cost.bounds import LowerBounds, lower_bounds
 from crane.hardware.machine import Machine
@@ -77,6 +79,19 @@ class BlockCache:
         self.memo: dict[tuple[Block, int, Objective, float], list[tuple[Plan, BlockCost]]] = {}
         self.hits = 0
 
+    def prefetch(self, blocks: list[tuple[Block, float]], batch: int, machine: Machine,
+                 objective: Objective, workers: int) -> None:
+        """Solve the distinct blocks up front in ``workers`` processes."""
+        keys = list(dict.fromkeys((_anonymous(b), batch, objective, r) for b, r in blocks))
+        todo = [k for k in keys if k not in self.memo]
+        if workers <= 1 or len(todo) < 2:
+            return
+        with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
+            results = pool.map(_solve_key, [(self.solver, k, machine) for k in todo],
+                               chunksize=max(1, len(todo) // (8 * workers)))
+            for key, found in zip(todo, results, strict=True):
+                self.memo[key] = found
+
     def __call__(self, block: Block, batch: int, machine: Machine, objective: Objective,
                  reserved: float) -> list[tuple[Plan, BlockCost]]:
         key = (_anonymous(block), batch, objective, reserved)
@@ -86,6 +101,12 @@ class BlockCache:
         found = self.solver(key[0], batch, machine, objective, reserved)
         self.memo[key] = found
         return [(replace(p, block=block), c) for p, c in found]
+
+
+def _solve_key(job: tuple[BlockSolver, tuple[Block, int, Objective, float], Machine]
+               ) -> list[tuple[Plan, BlockCost]]:
+    solver, (block, batch, objective, reserved), machine = job
+    return solver(block, batch, machine, objective, reserved)
 
 
 def _thin(entries: list[_Entry], size: int) -> list[_Entry]:
@@ -108,12 +129,33 @@ def fused_cut(workload: Workload, cut: int, batch: int, machine: Machine) -> boo
     return crossing_bytes(workload, cut) * batch <= 0.5 * activation_capacity(machine)
 
 
+def _blocks(workload: Workload, batch: int, machine: Machine,
+            max_block: int) -> list[tuple[Block, float]]:
+    """Every candidate block of the search with the SRAM its fused input reserves."""
+    found: list[tuple[Block, float]] = []
+    for stop in range(1, len(workload) + 1):
+        out_sram = fused_cut(workload, stop, batch, machine)
+        for start in range(max(0, stop - max_block), stop):
+            in_sram = fused_cut(workload, start, batch, machine)
+            block = Block.of(workload, start, stop, in_from_sram=in_sram, out_to_sram=out_sram)
+            found.append((block, crossing_bytes(workload, start) * batch if in_sram else 0.0))
+    return found
+
+
 def search(workload: Workload, batch: int, machine: Machine, solver: BlockSolver,
            objective: Objective, policy: str, max_block: int = 4,
-           front_size: int = 24, progress: Callable[[str], None] | None = None) -> Schedule:
-    """The best schedule of ``workload`` whose blocks come from ``solver``."""
+           front_size: int = 24, progress: Callable[[str], None] | None = None,
+           workers: int = 1) -> Schedule:
+    """The best schedule of ``workload`` whose blocks come from ``solver``.
+
+    With ``workers > 1`` and a ``BlockCache`` solver, the distinct blocks are solved in
+    parallel processes before the dynamic programme runs.
+    """
     began = time.perf_counter()
     n = len(workload)
+    if isinstance(solver, BlockCache) and workers > 1:
+        solver.prefetch(_blocks(workload, batch, machine, max_block), batch, machine,
+                        objective, workers)
     fronts: list[list[_Entry]] = [[] for _ in range(n + 1)]
     fronts[0] = [_Entry(0.0, 0.0, BlockCost.zero(), None, None)]
     for stop in range(1, n + 1):

@@ -22,7 +22,8 @@ EDGE, CLOUD = Machine.edge(), Machine.cloud()
 def _brute(extents: tuple[int, int, int, int], tiles: int) -> float:
     best = 0.0
     for f in itertools.product(range(1, tiles + 1), repeat=4):
-        if math.prod(f) != tiles:
+        # A dimension is never split into more parts than it has elements.
+        if math.prod(f) != tiles or any(k > e for k, e in zip(f, extents, strict=True)):
             continue
         best = max(best, math.prod(dim_efficiency(e, k) for e, k in zip(extents, f, strict=True)))
     return best

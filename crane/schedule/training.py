@@ -1,0 +1,181 @@
+"""Training schedules: forward, BW1 on retained sub-batches, recompute + BW2 on the rest.
+
+Every block of a forward schedule keeps the newest ``K`` of its ``Q`` sub-batches' activations
+in DRAM (the same K for all its layers, which satisfies Eq. 13 in either reading). Then
+(papers.md section 1.6):
+
+* BW1 back-propagates those K sub-batches from the saved activations;
+* BW2 recomputes the forward pass of the other Q-K sub-batches from the block's input
+  (kept in DRAM as a checkpoint) and back-propagates them.
+
+Each backward phase is a block of its own (``gradient_block``) solved by the same block
+solver as inference, so BW1 and BW2 get their own ScT/MeT tables and sub-batch sizes.
+DRAM capacity counts weights, weight gradients and two optimizer moments (4x the weights),
+the saved activations of every block and the checkpoints, all alive at the end of forward.
+Recomputation policies: ``keep`` (K = Q everywhere), ``full`` (K = 0 everywhere) and
+``crane`` (K per block from a small set, chosen by a knapsack over the DRAM budget).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from crane.cost.traffic import Traffic, dram_cycles, traffic_energy
+from crane.hardware.machine import Machine
+from crane.schedule.block import Block, gradient_block
+from crane.schedule.evaluate import BlockCost
+from crane.schedule.objective import Objective
+from crane.schedule.search import BlockChoice, BlockSolver, Schedule
+from crane.schedule.workload import Workload
+
+OPTIMIZER_COPIES = 4
+"""Weights, gradients and two optimizer moments are resident in DRAM during training."""
+RECOMPUTE = ("crane", "keep", "full")
+
+
+@dataclass(frozen=True, slots=True)
+class BlockTraining:
+    """The training plan of one forward block: retained count and the three phases' costs."""
+
+    choice: BlockChoice
+    retained: int
+    forward: BlockCost
+    bw1: BlockCost
+    bw2: BlockCost
+    saved_bytes: float
+    """DRAM bytes held for this block at the end of forward (activations + checkpoint)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingSchedule:
+    workload: str
+    batch: int
+    recompute: str
+    blocks: tuple[BlockTraining, ...]
+    cost: BlockCost
+    peak_dram_bytes: float
+    fits: bool
+
+
+def _best(solver: BlockSolver, block: Block, batch: int, machine: Machine,
+          objective: Objective) -> BlockCost:
+    """The solver's best cost for a block at a batch (zero work for an empty batch)."""
+    if batch == 0:
+        return BlockCost.zero()
+    found = solver(block, batch, machine, objective, 0.0)
+    if not found:
+        raise ValueError(f"no schedule for {block.name} at batch {batch}")
+    return min((c for _, c in found), key=lambda c: objective(c.latency_cycles, c.energy_pj))
+
+
+def _with_saves(forward: BlockCost, block: Block, samples: int, machine: Machine) -> BlockCost:
+    """Forward plus writing ``samples`` samples of its activations to DRAM.
+
+    The writes overlap the forward pass: the block takes the longer of its own latency and
+    the DRAM time of all its DRAM traffic including the saves.
+    """
+    nbytes = sum(layer.output_bytes for layer in block.layers) * samples
+    saves = Traffic.dram_write(nbytes, 1.0)
+    traffic = forward.traffic + saves
+    latency = max(forward.latency_cycles, dram_cycles(traffic.dram_bytes, machine))
+    return BlockCost(latency, forward.energy_pj + traffic_energy(saves, machine), traffic,
+                     forward.compute_cycles, forward.peak_sram_bytes,
+                     forward.peak_dram_bytes + nbytes, forward.feasible)
+
+
+def _options(q: int) -> list[int]:
+    """Retained counts tried per block: none, quarters, all."""
+    return sorted({0, q, *(q * k // 4 for k in range(1, 4))})
+
+
+def plan_block(choice: BlockChoice, batch: int, retained: int, machine: Machine,
+               solver: BlockSolver, objective: Objective) -> BlockTraining:
+    """Costs of one block trained with ``retained`` of its sub-batches saved."""
+    plan = choice.plan
+    b, q = plan.subbatch, plan.q
+    grad = gradient_block(plan.block)
+    kept, dropped = retained * b, (q - retained) * b
+    recompute = _best(solver, plan.block, dropped, machine, objective)
+    forward = _with_saves(choice.cost, plan.block, kept, machine)
+    bw1 = _best(solver, grad, kept, machine, objective)
+    bw2 = recompute.then(_best(solver, grad, dropped, machine, objective))
+    activations = sum(layer.output_bytes for layer in plan.block.layers) * kept
+    checkpoint = sum(plan.block.external_in) * dropped
+    return BlockTraining(choice, retained, forward, bw1, bw2, activations + checkpoint)
+
+
+def _optimizer_step(workload: Workload, machine: Machine) -> BlockCost:
+    """Read weights, gradients and moments, write weights and moments once per step."""
+    nbytes = workload.total_weight_bytes * (OPTIMIZER_COPIES + 3)
+    t = Traffic(dram_bytes=nbytes)
+    return BlockCost(dram_cycles(nbytes, machine), traffic_energy(t, machine), t, 0.0, 0.0,
+                     0.0, True)
+
+
+def train(forward: Schedule, workload: Workload, machine: Machine, solver: BlockSolver,
+          objective: Objective, recompute: str = "crane") -> TrainingSchedule:
+    """A training schedule over a forward schedule's blocks with a recomputation policy."""
+    if recompute not in RECOMPUTE:
+        raise ValueError(f"unknown recomputation policy {recompute!r}")
+    menus = [[plan_block(c, forward.batch, k, machine, solver, objective)
+              for k in _options(c.plan.q)] for c in forward.blocks]
+    static = workload.total_weight_bytes * OPTIMIZER_COPIES
+    budget = (machine.dram_capacity_bytes or math.inf) - static
+    keep = [max(m, key=lambda t: t.retained) for m in menus]
+    full = [min(m, key=lambda t: t.retained) for m in menus]
+    if recompute == "keep":
+        return _assemble(forward, workload, machine, recompute, keep, static)
+    if recompute == "full":
+        return _assemble(forward, workload, machine, recompute, full, static)
+    # Crane: the knapsack choice, or a uniform policy if that is better and fits.
+    options = [_assemble(forward, workload, machine, recompute, picks, static)
+               for picks in (_knapsack(menus, budget, objective), keep, full)]
+    fitting = [t for t in options if t.fits] or options[:1]
+    return min(fitting, key=lambda t: objective(t.cost.latency_cycles, t.cost.energy_pj))
+
+
+def _assemble(forward: Schedule, workload: Workload, machine: Machine, recompute: str,
+              picks: list[BlockTraining], static: float) -> TrainingSchedule:
+    """Forward blocks in order, then each block's BW1 and BW2 in reverse, then the update."""
+    total = BlockCost.zero()
+    for t in picks:
+        total = total.then(t.forward)
+    for t in reversed(picks):
+        total = total.then(t.bw1).then(t.bw2)
+    total = total.then(_optimizer_step(workload, machine))
+    peak = static + sum(t.saved_bytes for t in picks)
+    return TrainingSchedule(workload.name, forward.batch, recompute, tuple(picks), total, peak,
+                            peak <= (machine.dram_capacity_bytes or math.inf))
+
+
+def _phase_cost(t: BlockTraining) -> tuple[float, float]:
+    cost = t.forward.then(t.bw1).then(t.bw2)
+    return cost.latency_cycles, cost.energy_pj
+
+
+def _knapsack(menus: list[list[BlockTraining]], budget: float,
+              objective: Objective) -> list[BlockTraining]:
+    """Pick one option per block: cheapest objective whose saved bytes fit the budget.
+
+    Greedy on the exchange rate: start from the cheapest option of every block, and while
+    over budget move the block whose next smaller-memory option costs least per byte saved.
+    """
+    def value(t: BlockTraining) -> float:
+        return objective(*_phase_cost(t))
+
+    picks = [min(m, key=value) for m in menus]
+    while sum(t.saved_bytes for t in picks) > budget:
+        best: tuple[float, int, BlockTraining] | None = None
+        for i, (pick, menu) in enumerate(zip(picks, menus, strict=True)):
+            for alt in menu:
+                saved = pick.saved_bytes - alt.saved_bytes
+                if saved <= 0:
+                    continue
+                rate = (value(alt) - value(pick)) / saved
+                if best is None or rate < best[0]:
+                    best = (rate, i, alt)
+        if best is None:
+            break
+        picks[best[1]] = best[2]
+    return picks

@@ -1,0 +1,52 @@
+"""Training: recomputation policies, DRAM capacity, and the backward block."""
+
+from __future__ import annotations
+
+from crane.hardware.machine import Machine
+from crane.schedule.block import Block, gradient_block
+from crane.schedule.builders import chain, transformer_block
+from crane.schedule.objective import Objective
+from crane.schedule.policies import PatternSolver, schedule
+from crane.schedule.search import BlockCache
+from crane.schedule.training import TrainingSchedule, train
+
+CLOUD = Machine.edge().with_changes(dram_capacity_bytes=10**12)
+OBJ = Objective()
+
+
+def test_gradient_block_reverses_the_flow() -> None:
+    fw = Block.of(chain(3), 0, 3)
+    grad = gradient_block(fw)
+    assert [layer.name for layer in grad.layers] == ["conv3", "conv2", "conv1"]
+    assert grad.deps == ((0, 1), (1, 2))
+    assert grad.backward
+    # The first backward column reads the output gradient and its saved input.
+    assert grad.external_in[0] == fw.external_out[2] + fw.layers[2].input_bytes
+
+
+def _runs(machine: Machine) -> dict[str, TrainingSchedule]:
+    net = transformer_block(128, 64, 2)
+    forward = schedule(net, 8, machine, "set")
+    solver = BlockCache(PatternSolver("balanced", (True, False)))
+    return {r: train(forward, net, machine, solver, OBJ, r) for r in ("keep", "full", "crane")}
+
+
+def test_recompute_trades_memory_for_work() -> None:
+    runs = _runs(CLOUD)
+    keep, full, crane = runs["keep"], runs["full"], runs["crane"]
+    assert keep.peak_dram_bytes > full.peak_dram_bytes
+    assert all(b.retained == 0 for b in full.blocks)
+    assert all(b.retained == b.choice.plan.q for b in keep.blocks)
+    best = min(OBJ(r.cost.latency_cycles, r.cost.energy_pj) for r in (keep, full))
+    assert OBJ(crane.cost.latency_cycles, crane.cost.energy_pj) <= best * (1 + 1e-9)
+
+
+def test_crane_fits_where_keep_everything_does_not() -> None:
+    runs = _runs(CLOUD)
+    keep, full = runs["keep"], runs["full"]
+    cap = int((keep.peak_dram_bytes + full.peak_dram_bytes) / 2)
+    tight = CLOUD.with_changes(dram_capacity_bytes=cap)
+    capped = _runs(tight)
+    assert not capped["keep"].fits
+    assert capped["crane"].fits
+    assert capped["crane"].peak_dram_bytes <= cap
