@@ -29,6 +29,7 @@ from crane.schedule.formulate import formulate
 from crane.schedule.objective import Objective
 from crane.schedule.options import state_options
 from crane.schedule.pareto import sweep
+from crane.schedule.refine import refine
 from crane.schedule.search import BlockCache, Schedule, search
 from crane.schedule.tables import num_states
 from crane.schedule.workload import Workload
@@ -150,11 +151,14 @@ def pipeline_solver(split: str, fusion_choices: tuple[bool, ...]) -> PatternSolv
 def schedule(workload: Workload, batch: int, machine: Machine, policy: str = "crane",
              objective: Objective | str = "edp", max_block: int = 4,
              time_limit: float | None = 0.2,
-             progress: Callable[[str], None] | None = None, workers: int = 1) -> Schedule:
+             progress: Callable[[str], None] | None = None, workers: int = 1,
+             refine_rounds: int = 0) -> Schedule:
     """Schedule ``workload`` at ``batch`` on ``machine`` with one of ``POLICIES``.
 
     ``time_limit`` bounds each MILP solve (None: prove optimality); ``workers`` solves
-    distinct blocks in that many processes.
+    distinct blocks in that many processes; ``refine_rounds > 0`` runs the hierarchy
+    refinement of ``crane.schedule.refine`` on the ``crane`` result (merging neighbouring
+    blocks, re-solving with every sub-batch size) until the cost settles.
     """
     obj = Objective.parse(objective) if isinstance(objective, str) else objective
     if policy == "sequential":
@@ -174,6 +178,10 @@ def schedule(workload: Workload, batch: int, machine: Machine, policy: str = "cr
     rivals = [schedule(workload, batch, machine, p, obj, max_block, time_limit)
               for p in POLICIES[1:]]
     best = min([own, *rivals], key=lambda s: obj(s.cost.latency_cycles, s.cost.energy_pj))
+    if refine_rounds > 0:
+        stronger = CraneSolver(None if time_limit is None else 5 * time_limit, keep=1.0)
+        best = refine(best, workload, machine, stronger, obj, max_rounds=refine_rounds,
+                      max_merged=2 * max_block)
     return Schedule(own.workload, batch, "crane", best.blocks, best.cost, own.bounds,
                     own.seconds + sum(r.seconds for r in rivals))
 

@@ -51,3 +51,16 @@ def test_objective_parse() -> None:
     assert Objective.parse("L^2 E^1")(3.0, 5.0) == 45.0
     assert Objective.parse("latency")(3.0, 5.0) == 3.0
     assert str(Objective.parse("edp")) == "edp"
+
+
+def test_refinement_never_worsens_and_can_merge() -> None:
+    from crane.schedule.refine import refine
+
+    net = chain(4)
+    start = schedule(net, 8, EDGE, "sequential")
+    refined = refine(start, net, EDGE, crane_solver(time_limit=2.0), Objective(), max_merged=6)
+    assert refined.edp <= start.edp
+    assert len(refined.blocks) < len(start.blocks)
+    again = reevaluate(refined, EDGE)
+    assert math.isclose(again.energy_pj, refined.cost.energy_pj)
+    assert [c.start for c in refined.blocks][0] == 0 and refined.blocks[-1].stop == len(net)
