@@ -1,0 +1,33 @@
+"""A CI slice of bench/schedule.py: one tiny network through every policy."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+from crane.hardware.machine import Machine
+from crane.schedule.builders import chain
+from crane.schedule.policies import POLICIES
+
+BENCH = Path(__file__).resolve().parents[3] / "bench" / "schedule.py"
+
+
+def _bench():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("bench_schedule", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_schedule"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_slice(tmp_path: Path) -> None:
+    bench = _bench()
+    rows = bench.run_case(chain(3), Machine.edge(), 4, time_limit=1.0)
+    assert [r.policy for r in rows] == list(POLICIES)
+    crane = rows[0]
+    assert all(crane.edp <= r.edp * (1 + 1e-9) for r in rows)
+    assert all(r.latency_over_bound >= 1 - 1e-9 and r.energy_over_bound >= 1 for r in rows)
+    text = bench.report(rows)
+    assert "chain3" in text and "gain" in text
