@@ -117,7 +117,7 @@ def _statement_program(draw: st.DrawFn) -> str:
     return "\n".join([*lines, "}"]) + "\n"
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_statement_program())
 def test_random_statement_programs(text: str) -> None:
     _check(text)
