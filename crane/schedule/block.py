@@ -59,16 +59,11 @@ class Block:
         """The block of layers ``[start, stop)``; outside traffic is derived from the DAG."""
         layers = workload.layers[start:stop]
         local = {layer.name: i for i, layer in enumerate(layers)}
-        edges: list[Edge] = []
-        ext_in: list[int] = []
-        for j, layer in enumerate(layers):
-            outside = layer.external_input_bytes
-            for pred, nbytes in layer.inputs:
-                if pred in local:
-                    edges.append(Edge(local[pred], j, nbytes))
-                else:
-                    outside += nbytes
-            ext_in.append(outside)
+        edges = [Edge(local[pred], j, nbytes) for j, layer in enumerate(layers)
+                 for pred, nbytes in layer.inputs if pred in local]
+        ext_in = [layer.external_input_bytes
+                  + sum(nbytes for pred, nbytes in layer.inputs if pred not in local)
+                  for layer in layers]
         ext_out = [_outside_bytes(workload, layer, local) for layer in layers]
         name = f"{layers[0].name}..{layers[-1].name}" if len(layers) > 1 else layers[0].name
         return cls(name, layers, tuple(edges), tuple(ext_in), tuple(ext_out),

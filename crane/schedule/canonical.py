@@ -59,17 +59,21 @@ def compute_optimum(block: Block, subbatch: int, q: int, machine: Machine,
     opts = tuple(state_options(block, i, subbatch, machine) for i in range(num_states(block.n)))
     if any(not o for o in opts):
         return None
+    candidates = [(workloads, choice) for workloads in vertices(block, q)
+                  for choice in _choices(opts, workloads)]
     best: tuple[float, Plan] | None = None
-    for workloads in vertices(block, q):
-        busy = [i for i, s in enumerate(workloads) if s]
-        for picks in itertools.product(*(range(len(opts[i])) for i in busy)):
-            choice = [0] * len(workloads)
-            for i, o in zip(busy, picks, strict=True):
-                choice[i] = o
-            value = objective(*_compute_cost(opts, workloads, tuple(choice)))
-            if best is not None and value >= best[0]:
-                continue
-            mix = tuple(tuple(s if o == choice[i] else 0 for o in range(len(opts[i])))
-                        for i, s in enumerate(workloads))
-            best = (value, Plan(block, subbatch, q, mix, (False,) * block.n))
+    for workloads, choice in candidates:
+        value = objective(*_compute_cost(opts, workloads, choice))
+        if best is not None and value >= best[0]:
+            continue
+        mix = tuple(tuple(s if o == choice[i] else 0 for o in range(len(opts[i])))
+                    for i, s in enumerate(workloads))
+        best = (value, Plan(block, subbatch, q, mix, (False,) * block.n))
     return best
+
+
+def _choices(opts: tuple[tuple[StateOption, ...], ...],
+             workloads: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """One split per busy state (idle states keep split 0): the vertices' split choices."""
+    ranges = [range(len(opts[i])) if s else range(1) for i, s in enumerate(workloads)]
+    return list(itertools.product(*ranges))

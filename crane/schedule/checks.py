@@ -13,6 +13,7 @@ Two readings are fixed here where the paper is loose (papers.md section 1.13):
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -87,10 +88,9 @@ def _sct_cell(t: Tables, i: int, j: int) -> Iterator[tuple[str, int | None, int 
 
 def _met(t: Tables) -> Iterator[tuple[str, int | None, int | None, str]]:
     v, n = t.sct.values, t.n
-    for i in range(num_states(n)):
-        for j in range(n):
-            for label, g in (("dram", t.met.dram), ("sram", t.met.sram)):
-                yield from _met_cell(g, label, v, i, j)
+    grids = (("dram", t.met.dram), ("sram", t.met.sram))
+    for i, j, (label, g) in itertools.product(range(num_states(n)), range(n), grids):
+        yield from _met_cell(g, label, v, i, j)
     for m, j in t.deps:
         for i in range(max(1, j), j + n):
             low = min(t.met.sram[i - 1][m], t.met.dram[i - 1][m])

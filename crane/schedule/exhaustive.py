@@ -33,16 +33,15 @@ def plans(block: Block, subbatch: int, q: int, machine: Machine) -> Iterator[Pla
     states = num_states(block.n)
     widths = [len(state_options(block, i, subbatch, machine)) for i in range(states)]
     producers = [m for m in range(block.n) if block.consumers(m)]
+    fusions = [tuple(m in chosen for m in range(block.n))
+               for k in range(len(producers) + 1)
+               for chosen in itertools.combinations(producers, k)]
     for workloads in itertools.product(range(q + 1), repeat=states):
         mixes = [list(_compositions(s, w)) for s, w in zip(workloads, widths, strict=True)]
-        for mix in itertools.product(*mixes):
-            for flags in itertools.product((False, True), repeat=len(producers)):
-                fused = [False] * block.n
-                for m, f in zip(producers, flags, strict=True):
-                    fused[m] = f
-                plan = Plan(block, subbatch, q, tuple(mix), tuple(fused))
-                if not check_tables(tables_of(plan)):
-                    yield plan
+        for mix, fused in itertools.product(itertools.product(*mixes), fusions):
+            plan = Plan(block, subbatch, q, tuple(mix), fused)
+            if not check_tables(tables_of(plan)):
+                yield plan
 
 
 def best_plan(block: Block, subbatch: int, q: int, machine: Machine,

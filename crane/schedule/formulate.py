@@ -240,19 +240,24 @@ def _capacity(model: Model, block: Block, b: int, sct: list[list[Expr]],
     """SRAM held at each state boundary fits (Eq. 11 with the FIFO ranges of ``evaluate``)."""
     for i in range(num_states(block.n)):
         terms: list[tuple[int, float]] = []
-        for m, layer in enumerate(block.layers):
+        for m in range(block.n):
             if block.out_to_sram and block.external_out[m]:
                 terms += [(v, c * block.external_out[m] * b) for v, c in sct[i][m].terms.items()]
-            f = fused[m]
-            if f is None:
-                continue
-            occ = model.var(f"occ{m}@{i}", 0)
-            for e in block.consumers(m):
-                gap = sct[i][m] + sct[i][e.dst].scaled(-1)
-                model.constrain(Expr.of([(occ, 1.0), (f, -big)]) + gap.scaled(-1), lb=-big)
-            terms.append((occ, float(layer.output_bytes * b)))
+            terms += _occupancy(model, block, b, sct, fused[m], big, i, m)
         if terms:
             model.constrain(Expr.of(terms), ub=capacity, name=f"sram@{i}")
+
+
+def _occupancy(model: Model, block: Block, b: int, sct: list[list[Expr]], f: int | None,
+               big: float, i: int, m: int) -> list[tuple[int, float]]:
+    """Bytes of producer m's unconsumed outputs held in SRAM after state i (if fused)."""
+    if f is None:
+        return []
+    occ = model.var(f"occ{m}@{i}", 0)
+    for e in block.consumers(m):
+        gap = sct[i][m] + sct[i][e.dst].scaled(-1)
+        model.constrain(Expr.of([(occ, 1.0), (f, -big)]) + gap.scaled(-1), lb=-big)
+    return [(occ, float(block.layers[m].output_bytes * b))]
 
 
 def _objectives(model: Model, machine: Machine, states: list[_State]) -> tuple[Expr, Expr]:

@@ -135,13 +135,9 @@ class PatternSolver:
 
     def __call__(self, block: Block, batch: int, machine: Machine, objective: Objective,
                  reserved: float) -> list[tuple[Plan, BlockCost]]:
-        found: list[tuple[Plan, BlockCost]] = []
-        for b in _subbatches(block, batch):
-            for fused in self.fusion_choices:
-                plan = _pipeline_plan(block, b, batch // b, machine, self.split, fused)
-                if plan is not None:
-                    found.append((plan, evaluate(plan, machine, reserved)))
-        return _front(found)
+        plans = [_pipeline_plan(block, b, batch // b, machine, self.split, fused)
+                 for b in _subbatches(block, batch) for fused in self.fusion_choices]
+        return _front([(p, evaluate(p, machine, reserved)) for p in plans if p is not None])
 
 
 def pipeline_solver(split: str, fusion_choices: tuple[bool, ...]) -> PatternSolver:

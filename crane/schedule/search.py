@@ -122,6 +122,13 @@ def _thin(entries: list[_Entry], size: int) -> list[_Entry]:
     return [front[round(k * step)] for k in range(size)]
 
 
+def _extend(entry: _Entry, choice: BlockChoice) -> _Entry:
+    """A prefix schedule followed by one more block."""
+    cost = choice.cost
+    return _Entry(entry.latency + cost.latency_cycles, entry.energy + cost.energy_pj,
+                  entry.cost.then(cost), entry, choice)
+
+
 def fused_cut(workload: Workload, cut: int, batch: int, machine: Machine) -> bool:
     """Whether the tensors crossing ``cut`` stay in SRAM for the whole batch."""
     if cut <= 0 or cut >= len(workload):
@@ -162,15 +169,12 @@ def search(workload: Workload, batch: int, machine: Machine, solver: BlockSolver
         out_sram = fused_cut(workload, stop, batch, machine)
         candidates: list[_Entry] = []
         for start in range(max(0, stop - max_block), stop):
-            if not fronts[start]:
-                continue
             in_sram = fused_cut(workload, start, batch, machine)
             block = Block.of(workload, start, stop, in_from_sram=in_sram, out_to_sram=out_sram)
             reserved = crossing_bytes(workload, start) * batch if in_sram else 0.0
-            for plan, cost in solver(block, batch, machine, objective, reserved):
-                choice = BlockChoice(start, stop, plan, cost)
-                candidates += [_Entry(e.latency + cost.latency_cycles, e.energy + cost.energy_pj,
-                                      e.cost.then(cost), e, choice) for e in fronts[start]]
+            found = solver(block, batch, machine, objective, reserved) if fronts[start] else []
+            candidates += [_extend(e, BlockChoice(start, stop, plan, cost))
+                           for plan, cost in found for e in fronts[start]]
         fronts[stop] = _thin(candidates, front_size)
         if progress:
             progress(f"{policy}: {stop}/{n} layers, front {len(fronts[stop])}")

@@ -166,16 +166,11 @@ def _knapsack(menus: list[list[BlockTraining]], budget: float,
 
     picks = [min(m, key=value) for m in menus]
     while sum(t.saved_bytes for t in picks) > budget:
-        best: tuple[float, int, BlockTraining] | None = None
-        for i, (pick, menu) in enumerate(zip(picks, menus, strict=True)):
-            for alt in menu:
-                saved = pick.saved_bytes - alt.saved_bytes
-                if saved <= 0:
-                    continue
-                rate = (value(alt) - value(pick)) / saved
-                if best is None or rate < best[0]:
-                    best = (rate, i, alt)
-        if best is None:
+        moves = [((value(alt) - value(pick)) / (pick.saved_bytes - alt.saved_bytes), i, alt)
+                 for i, (pick, menu) in enumerate(zip(picks, menus, strict=True))
+                 for alt in menu if alt.saved_bytes < pick.saved_bytes]
+        if not moves:
             break
-        picks[best[1]] = best[2]
+        _, i, alt = min(moves, key=lambda mv: mv[0])
+        picks[i] = alt
     return picks
