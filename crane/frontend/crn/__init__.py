@@ -13,14 +13,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crane.frontend.crn.elaborate import elaborate
+# Imported under another name so that `crane.frontend.crn.elaborate` stays the submodule.
+from crane.frontend.crn.elaborate import elaborate as _elaborate
 from crane.frontend.errors import CrnError, CrnErrors
 from crane.frontend.model import Network, SourceLoc
 
 
 def parse_crn(text: str, filename: str = "<input>", network: str | None = None) -> Network:
     """Elaborate `.crn` source text; imports are resolved relative to ``filename``."""
-    return elaborate(text, filename, network)
+    return _elaborate(text, filename, network)
 
 
 def load_crn(path: str | Path, network: str | None = None) -> Network:
@@ -30,7 +31,7 @@ def load_crn(path: str | Path, network: str | None = None) -> Network:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as problem:
         raise CrnErrors([CrnError(SourceLoc(str(path), 1, 1), f"cannot read {path}: {problem}")]) from None
-    return elaborate(text, str(path), network)
+    return _elaborate(text, str(path), network)
 
 
 __all__ = ["CrnError", "CrnErrors", "load_crn", "parse_crn"]
