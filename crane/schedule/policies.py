@@ -74,7 +74,7 @@ class CraneSolver:
 
     time_limit: float | None = None
     keep: float = 0.5
-    max_points: int = 40
+    max_points: int = 8
 
     def __call__(self, block: Block, batch: int, machine: Machine, objective: Objective,
                  reserved: float) -> list[tuple[Plan, BlockCost]]:
@@ -146,7 +146,7 @@ def pipeline_solver(split: str, fusion_choices: tuple[bool, ...]) -> PatternSolv
 
 def schedule(workload: Workload, batch: int, machine: Machine, policy: str = "crane",
              objective: Objective | str = "edp", max_block: int = 4,
-             time_limit: float | None = 0.2,
+             time_limit: float | None = 0.05,
              progress: Callable[[str], None] | None = None, workers: int = 1,
              refine_rounds: int = 0) -> Schedule:
     """Schedule ``workload`` at ``batch`` on ``machine`` with one of ``POLICIES``.

@@ -151,7 +151,7 @@ def _blocks(workload: Workload, batch: int, machine: Machine,
 
 def search(workload: Workload, batch: int, machine: Machine, solver: BlockSolver,
            objective: Objective, policy: str, max_block: int = 4,
-           front_size: int = 24, progress: Callable[[str], None] | None = None,
+           front_size: int = 64, progress: Callable[[str], None] | None = None,
            workers: int = 1) -> Schedule:
     """The best schedule of ``workload`` whose blocks come from ``solver``.
 
