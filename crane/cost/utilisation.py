@@ -100,11 +100,6 @@ def _table_size(tiles: int) -> int:
     return 1 << max(0, (tiles - 1).bit_length())
 
 
-def useful_tiles(extents: tuple[int, int, int, int], tiles: int) -> float:
-    """Throughput of the best split in tiles' worth of fully used MAC arrays."""
-    return best_partition(extents, tiles).throughput
-
-
 @lru_cache(maxsize=100_000)
 def best_partition(extents: tuple[int, int, int, int], tiles: int,
                    floor: float = MIN_UTILISATION) -> Partition:

@@ -2,7 +2,7 @@
 
 A ``Block`` is a basic block in the paper's sense: its sub-blocks are layers, in topological
 order, with any DAG of dependencies among them (chains, branches and merges inside one block
-are handled by the dependency constraint). Blocks compose into a ``Hierarchy``: a sequence of
+are handled by the dependency constraint). Blocks compose into a hierarchy: a sequence of
 blocks run one after another on the whole machine, which the paper's tables express as a
 left-nested chain of two-child composite blocks using states 1 and 3 (sequential).
 
@@ -102,16 +102,3 @@ def crossing_bytes(workload: Workload, cut: int) -> int:
         if any(workload.position(s) >= cut for s in workload.successors[layer.name]):
             total += layer.output_bytes
     return total
-
-
-@dataclass(frozen=True, slots=True)
-class Hierarchy:
-    """Blocks executed in sequence; ``cuts`` are the layer positions between them."""
-
-    cuts: tuple[int, ...]
-    fused: tuple[bool, ...]
-    """Whether the data crossing each inner cut stays in SRAM."""
-
-    def spans(self, layers: int) -> tuple[tuple[int, int], ...]:
-        bounds = (0, *self.cuts, layers)
-        return tuple(zip(bounds[:-1], bounds[1:], strict=True))

@@ -31,7 +31,6 @@ from crane.schedule.options import state_options
 from crane.schedule.pareto import sweep
 from crane.schedule.refine import refine
 from crane.schedule.search import BlockCache, Schedule, search
-from crane.schedule.tables import num_states
 from crane.schedule.workload import Workload
 
 POLICIES = ("crane", "sequential", "tangram", "set")
@@ -180,8 +179,3 @@ def schedule(workload: Workload, batch: int, machine: Machine, policy: str = "cr
                       max_merged=2 * max_block)
     return Schedule(own.workload, batch, "crane", best.blocks, best.cost, own.bounds,
                     own.seconds + sum(r.seconds for r in rivals))
-
-
-def states_of(plan: Plan) -> int:
-    """How many of a plan's states carry work (for reports)."""
-    return sum(1 for i in range(num_states(plan.block.n)) if plan.workloads[i])
