@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from crane.ir.location import quote
 
-_BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_$.-]*\Z")
+_BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*\Z")
 
 
 class Attribute:

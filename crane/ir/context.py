@@ -35,6 +35,8 @@ class Context:
         self._factories: dict[str, Callable[[], Dialect]] = {}
         self._loaded: dict[str, Dialect] = {}
         self._ops: dict[str, type[Operation]] = {}
+        self.on_unknown_dialect: Callable[[], None] | None = None
+        """Called once when an op of an unknown dialect is met (e.g. to load plugins)."""
 
     def register_dialect(self, name: str, factory: Callable[[], Dialect]) -> None:
         """Make a dialect known; ``factory`` runs on first use."""
@@ -65,10 +67,13 @@ class Context:
         if found is not None:
             return found
         dialect = name.partition(".")[0]
+        if dialect not in self._factories and dialect not in self._loaded \
+                and self.on_unknown_dialect is not None:
+            hook, self.on_unknown_dialect = self.on_unknown_dialect, None
+            hook()
         if dialect in self._factories:
             self.get_dialect(dialect)
-            return self._ops.get(name)
-        return None
+        return self._ops.get(name)
 
     def dialect_names(self) -> list[str]:
         return sorted(set(self._factories) | set(self._loaded))

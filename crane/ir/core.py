@@ -49,12 +49,15 @@ class Value:
 
     @property
     def owner_op(self) -> Operation | None:
-        """The op that defines this value, or the op whose region has the block argument."""
-        raise NotImplementedError
+        """The op that defines this value, or the op whose region has the block argument.
+
+        None for a bare value that nothing defines (a dangling or placeholder value).
+        """
+        return None
 
     @property
     def parent_block(self) -> Block | None:
-        raise NotImplementedError
+        return None
 
     def has_uses(self) -> bool:
         return bool(self.uses)

@@ -74,13 +74,28 @@ def render(diag: Diagnostic, sources: SourceManager | None = None) -> str:
     lines = [f"{prefix}{diag.severity.value}: {diag.message}"]
     source = sources.line(pos.file, pos.line) if sources is not None and pos is not None else None
     if source is not None and pos is not None:
-        underline = "^" + "~" * max(0, diag.length - 1)
-        lines.append(source.expandtabs(1))
-        lines.append(" " * (pos.col - 1) + underline)
+        shown, col = _window(source.expandtabs(1), pos.col)
+        underline = "^" + "~" * max(0, min(diag.length, len(shown) - col + 1) - 1)
+        lines.append(shown)
+        lines.append(" " * (col - 1) + underline)
     rendered = "\n".join(lines)
     for note in diag.notes:
         rendered += "\n" + render(note, sources)
     return rendered
+
+
+_WINDOW = 100
+
+
+def _window(line: str, col: int) -> tuple[str, int]:
+    """A long source line cut to about 100 columns around ``col``, and the new column."""
+    if len(line) <= _WINDOW:
+        return line, col
+    start = max(0, col - 1 - _WINDOW // 2)
+    end = min(len(line), start + _WINDOW)
+    prefix = "..." if start > 0 else ""
+    suffix = "..." if end < len(line) else ""
+    return prefix + line[start:end] + suffix, col - start + len(prefix)
 
 
 class DiagnosticEngine:

@@ -13,11 +13,12 @@ import re
 from crane.ir.location import FileLineColLoc
 
 SKIP = re.compile(r"(?:[ \t\r\n]+|//[^\n]*)*")
-# Alternatives are ordered by how often they occur (values, names, punctuation), since
+# Whitespace and comments are skipped possessively: a comment must never give back
+# characters that could then be read as a token. Alternatives are ordered by how often they occur (values, names, punctuation), since
 # the regex engine tries them in turn; ``shaped`` must precede ``ident`` and ``->`` and
 # negative numbers must precede the ``-`` punctuation.
 TOKEN = re.compile(
-    r"""[ \t\r\n]*(?://[^\n]*[ \t\r\n]*)*
+    r"""(?:[ \t\r\n]++|//[^\n]*+)*+
     (?:(?P<value>%[A-Za-z0-9_$.-]+(?:\#[0-9]+)?)
       | (?P<shaped>(?:tensor|buffer)<(?:(?:[0-9]+|\?)x)*[a-z][a-z0-9]*)
       | (?P<ident>[A-Za-z_][A-Za-z0-9_$.]*)

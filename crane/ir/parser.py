@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import gc
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -45,6 +46,16 @@ from crane.ir.types import (
 )
 
 _SCALARS = {name: ScalarType(name) for name in SCALAR_NAMES}
+_SHAPE = re.compile(r"((?:(?:[0-9]+|\?)x)*)(.*)\Z")
+MAX_REGION_DEPTH = 200
+"""Deeper nesting is refused with an error, so that no input can exhaust the stack."""
+
+
+def _check_int_range(value: int, width: int, tok: Token) -> None:
+    low = 0 if width == 1 else -(2 ** (width - 1))
+    high = 1 if width == 1 else 2**width - 1  # signless: accept the unsigned range too
+    if not low <= value <= high:
+        raise ParseError(f"integer {value} does not fit in i{width}", tok.start, tok.end - tok.start)
 
 
 class ParseError(Exception):
@@ -274,12 +285,16 @@ class Parser:
     def _parse_shaped_type(self, tok: Token) -> Type:
         self._index += 1
         kind, _, body = tok.text.partition("<")
-        *dims_text, element_name = body.split("x")
+        shape = _SHAPE.match(body)
+        assert shape is not None  # the pattern accepts any text
+        dims_text, element_name = shape.group(1), shape.group(2)
         element = _SCALARS.get(element_name)
         if element is None:
             offset = tok.start + len(tok.text) - len(element_name)
-            raise ParseError(f"unknown element type '{element_name}'", offset, len(element_name))
-        dims = tuple(DYNAMIC if d == "?" else int(d) for d in dims_text)
+            raise ParseError(f"unknown element type '{element_name}' in {kind} type "
+                             "(dimensions are integers or '?' followed by 'x')",
+                             offset, len(element_name))
+        dims = tuple(DYNAMIC if d == "?" else int(d) for d in dims_text.split("x")[:-1])
         result: Type
         if kind == "tensor":
             result = TensorType(dims, element)
@@ -330,8 +345,10 @@ class Parser:
             value = int(tok.text)
             if self.peek().text == ":" and self.peek(1).text in ("i1", "i8", "i16", "i32", "i64"):
                 self.parse_punct(":")
-                width = self.next().text
-                return IntAttr(value, int(width[1:]))
+                width_tok = self.next()
+                width = int(width_tok.text[1:])
+                _check_int_range(value, width, tok)
+                return IntAttr(value, width)
             return IntAttr(value)
         if kind == "float":
             self._index += 1
@@ -471,7 +488,10 @@ class Parser:
     def parse_region(self, entry_args: list[tuple[OperandRef, Type]] | None = None,
                      isolated: bool = False) -> Region:
         """``{ ops }`` or ``{ ^bb0(%a: T): ops ^bb1: ... }``."""
+        open_brace = self.peek()
         self.parse_punct("{", "to open a region")
+        if len(self._scopes) > MAX_REGION_DEPTH:
+            raise self.error(f"regions are nested more than {MAX_REGION_DEPTH} deep", open_brace)
         self._push_scope(isolated)
         region = Region()
         block = region.add_block(Block())
@@ -564,7 +584,7 @@ class Parser:
         self.parse_punct("(", f"after the op name {tok.text}")
         refs = self.parse_operand_refs()
         self.parse_punct(")", "to close the operand list")
-        isolated = cls.has_trait(IsolatedFromAbove) or cls is Operation
+        isolated = cls.has_trait(IsolatedFromAbove)
         regions = self._parse_regions_in_parens(isolated) if self.peek().text == "(" else []
         attrs = self.parse_optional_attr_dict()
         self.parse_punct(":", "before the op's function type")
@@ -608,8 +628,12 @@ class Parser:
 
 def parse_ops(context: Context, text: str, filename: str = "<input>") -> list[Operation]:
     """Parse a whole file into its top-level ops (raises :class:`ParseError`)."""
+    parser = Parser(context, SourceText(filename, text))
     with gc_paused():
-        return Parser(context, SourceText(filename, text)).parse_top_level()
+        try:
+            return parser.parse_top_level()
+        except RecursionError:
+            raise parser.error("the input is nested too deeply to parse") from None
 
 
 @contextmanager

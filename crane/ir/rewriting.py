@@ -12,6 +12,9 @@ The driver (:func:`apply_patterns_greedily`) works like this, and tests hold it 
    are appended to the worklist; erased ops are skipped when reached.
 4. When the worklist is empty and anything changed in this sweep, a new sweep starts from
    step 1, up to ``max_iterations`` sweeps. ``converged`` is False if the cap stopped it.
+5. Within one sweep, at most ``REWRITES_PER_OP`` rewrites per op of the initial worklist
+   (plus a constant) are applied, so that patterns which keep feeding each other cannot
+   loop forever inside a sweep; hitting that limit also ends the run unconverged.
 
 Each successful pattern application is counted under the pattern's class name.
 """
@@ -119,15 +122,27 @@ def apply_patterns_greedily(root: Operation, patterns: Iterable[RewritePattern],
     result = GreedyResult()
     while result.iterations < max_iterations:
         result.iterations += 1
-        if not _sweep(root, pattern_set, result, erase_dead):
-            return result
+        try:
+            if not _sweep(root, pattern_set, result, erase_dead):
+                return result
+        except _RewriteBudgetExceeded:
+            result.changed = True
+            break
         result.changed = True
     result.converged = False
     return result
 
 
+REWRITES_PER_OP = 50
+
+
+class _RewriteBudgetExceeded(Exception):
+    pass
+
+
 def _sweep(root: Operation, patterns: PatternSet, result: GreedyResult, erase_dead: bool) -> bool:
     worklist = deque(op for op in root.walk() if op is not root)
+    budget = REWRITES_PER_OP * len(worklist) + 100
     # Erased ops are held (not their ids) so that a recycled id cannot hide a new op.
     erased: set[Operation] = set()
     changed = False
@@ -146,6 +161,9 @@ def _sweep(root: Operation, patterns: PatternSet, result: GreedyResult, erase_de
         if rewriter is None:
             continue
         changed = True
+        budget -= 1
+        if budget < 0:
+            raise _RewriteBudgetExceeded
         erased |= rewriter.erased
         worklist.extend(rewriter.created)
         worklist.extend(rewriter.touched)

@@ -56,7 +56,10 @@ def _verify_block(block: Block, outer: set[Value], errors: list[Diagnostic],
         outer.update(op.results)
         added.extend(op.results)
     last = block.last_op
-    if needs_terminator and last is not None and last.spec is not None \
+    owner = block.parent_op
+    if needs_terminator and last is None and owner is not None:
+        errors.append(_error(owner, "has an empty block: its region needs a terminator"))
+    elif needs_terminator and last is not None and last.spec is not None \
             and not last.has_trait(IsTerminator):
         errors.append(_error(last, "must be followed by a terminator: the block does not end "
                                    "with one"))

@@ -13,7 +13,12 @@ from crane.ir.diagnostics import DiagnosticEngine, render
 from crane.passes.manager import format_statistics, format_timing
 from crane.passes.pipeline import OpPipeline, build_pipeline, format_built
 from crane.passes.pipeline_text import PipelineSyntaxError
-from crane.passes.plugins import PluginError, PluginRegistrar, load_entry_point_plugins, load_plugin_file
+from crane.passes.plugins import (
+    PluginError,
+    PluginRegistrar,
+    load_entry_point_plugins,
+    load_plugin_file,
+)
 from crane.passes.registry import PassRegistry
 from crane.tools.expected_diagnostics import verify_diagnostics
 from crane.tools.inputs import input_format
@@ -38,6 +43,7 @@ class Invocation:
         self.registry = PassRegistry.with_in_tree_passes()
         self.registrar = PluginRegistrar(self.registry, self.context)
         self._entry_points_loaded = False
+        self.context.on_unknown_dialect = self._load_entry_points
 
     # ----- setup
 

@@ -88,9 +88,6 @@ def test_readme_command_in_a_subprocess() -> None:
     assert "test.addi" in proc.stdout
 
 
-@pytest.mark.xfail(strict=True, reason="driver: entry-point plugins are loaded only when a pass "
-                   "name is not found or on --list-passes, so a dialect they provide is unknown "
-                   "when the input uses it without naming a plugin pass")
 def test_entry_point_dialect_without_plugin_pass(opt: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """An input using an entry-point plugin's ops parses with no pipeline at all."""
     monkeypatch.syspath_prepend(str(EXAMPLE))

@@ -1,6 +1,6 @@
 """Bugs found in the IR core / driver while writing the tool tests.
 
-Each test states the correct behaviour and is ``xfail(strict=True)``: when the bug is
+Each test states the correct behaviour. Those still failing are ``xfail(strict=True)``: when a bug is
 fixed the test starts passing, strict mode turns that into a failure, and the marker
 must be removed.
 """
@@ -14,8 +14,6 @@ import pytest
 from crane.tools.opt import EXIT_DIAGNOSTICS
 
 
-@pytest.mark.xfail(strict=True, reason="parser: malformed tensor/buffer dims (tensor<1xx3xf32>, "
-                   "tensor<k8xf32>) raise ValueError from int() in _parse_shaped_type -> exit 3")
 @pytest.mark.parametrize("type_text", ["tensor<1xx3xf32>", "tensor<k8xf32>", "buffer<xf32, sram>"])
 def test_malformed_shape_is_a_diagnostic(opt: Any, type_text: str) -> None:
     """A malformed dimension list is a located parse error (exit 1), not an internal error."""
@@ -24,8 +22,6 @@ def test_malformed_shape_is_a_diagnostic(opt: Any, type_text: str) -> None:
     assert result.err.startswith("<stdin>:1:")
 
 
-@pytest.mark.xfail(strict=True, reason="printer: format_key prints attribute names containing '-' "
-                   "bare ({a-b = 0}), which the parser rejects; such keys must stay quoted")
 def test_attribute_key_with_dash_round_trips(opt: Any) -> None:
     """``{"a-b" = 0}`` prints in a form that parses back to the same text."""
     first = opt(["-"], stdin='"test.effect"() {"a-b" = 0} : () -> ()\n')
@@ -35,9 +31,6 @@ def test_attribute_key_with_dash_round_trips(opt: Any) -> None:
     assert again.out == first.out
 
 
-@pytest.mark.xfail(strict=True, reason="verifier: an empty block in a region that needs a "
-                   "terminator (test.func body) is accepted; MLIR reports 'empty block: expect "
-                   "at least a terminator'")
 def test_empty_function_body_needs_a_terminator(opt: Any) -> None:
     """``test.func @f() -> i32 {}`` has no ``test.return`` and must not verify."""
     result = opt(["-"], stdin="test.func @f() -> i32 {\n}\n")
@@ -45,9 +38,6 @@ def test_empty_function_body_needs_a_terminator(opt: Any) -> None:
     assert "terminator" in result.err
 
 
-@pytest.mark.xfail(strict=True, reason="parser: regions of unregistered ops are parsed as "
-                   "IsolatedFromAbove (`or cls is Operation` in the generic op parser), so they "
-                   "cannot use outer values; MLIR does not assume isolation for unknown ops")
 def test_unregistered_op_region_sees_outer_values(opt: Any) -> None:
     """A region of an unknown op may use a value defined above it."""
     text = ('test.func @f(%a: i32) {\n  "foo.scope"() ({\n    %s = test.addi %a, %a : i32\n'
@@ -57,8 +47,6 @@ def test_unregistered_op_region_sees_outer_values(opt: Any) -> None:
     assert "test.addi %a, %a" in result.out
 
 
-@pytest.mark.xfail(strict=True, reason="parser: integer attributes are not range-checked against "
-                   "their width (300 : i8, 2 : i1 are accepted)")
 @pytest.mark.parametrize("attr", ["300 : i8", "2 : i1", "-129 : i8"])
 def test_integer_attribute_out_of_range(opt: Any, attr: str) -> None:
     """An integer that does not fit its declared width is a parse error."""
