@@ -75,7 +75,7 @@ class PassRegistry:
         module, _, attr = target.partition(":")
         loaded = getattr(importlib.import_module(module), attr)
         self._targets[name] = loaded
-        return loaded  # type: ignore[no-any-return]
+        return loaded
 
     def pipeline(self, name: str) -> NamedPipeline | None:
         return self._pipelines.get(name)
