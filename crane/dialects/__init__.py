@@ -9,7 +9,7 @@ from crane.ir.context import Context, Dialect
 
 IN_TREE: dict[str, str] = {
     "builtin": "crane.dialects.builtin:BUILTIN",
-    "graph": "crane.dialects.graph:GRAPH",
+    "graph": "crane.dialects.graph_grad:GRAPH_WITH_TRAINING",
     "hw": "crane.dialects.hw:HW",
     "test": "crane.dialects.test:TEST",
 }

@@ -19,6 +19,7 @@ IN_TREE_PASSES: dict[str, str] = {
     "dce": "crane.passes.generic.dce:DeadCodeElimination",
     "strip-debuginfo": "crane.passes.generic.strip_debuginfo:StripDebugInfo",
     "print-op-stats": "crane.passes.generic.op_stats:PrintOpStats",
+    "autodiff": "crane.passes.autodiff:Autodiff",
 }
 
 

@@ -1,0 +1,81 @@
+"""``autodiff``: expand each ``graph.func`` with a training section into one training step."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from crane.autodiff import (
+    AutodiffError,
+    TrainingConfigError,
+    expand_training_step,
+    is_training_step,
+    resolve_training,
+)
+from crane.dialects.graph import FuncOp
+from crane.ir.core import Operation
+from crane.passes.context import PassContext
+from crane.passes.pass_base import Pass
+
+
+@dataclass(frozen=True)
+class Autodiff(Pass):
+    """Build the training step of a network: forward, loss, backward, weight updates.
+
+    The ``.crn`` training section (the func's ``training`` attribute) names the loss and
+    the optimizer; options override it, e.g. ``autodiff{optimizer=adam lr=0.001}``.
+    Backward ops are ``graph.<kind>_grad_input`` / ``_grad_weight`` and take the forward
+    values they need as operands; fan-out gradients are summed by ``graph.accumulate``;
+    each weight gets a ``graph.sgd`` / ``graph.momentum`` / ``graph.adam`` update with its
+    state as zero-initialised ``graph.optimizer_state`` values. The function then returns
+    ``(loss, updated weights..., updated states...)``.
+
+    A function without a training section is left unchanged unless an option asks for
+    training; training without a loss layer is a located error. Functions already
+    expanded are skipped.
+    """
+
+    name = "autodiff"
+    summary = "expand networks into training steps (backward ops and optimizer updates)"
+    anchor = "graph.func"
+
+    optimizer: str = ""
+    """sgd, momentum or adam; empty keeps the training section's (sgd without one)."""
+    loss: str = ""
+    """Name of the loss value; empty keeps the section's (or the only loss layer)."""
+    lr: float | None = None
+    """Learning rate."""
+    momentum: float | None = None
+    """Momentum factor (momentum optimizer)."""
+    weight_decay: float | None = None
+    """L2 weight decay added to the gradients."""
+    beta1: float | None = None
+    """Adam first-moment decay."""
+    beta2: float | None = None
+    """Adam second-moment decay."""
+    eps: float | None = None
+    """Adam denominator epsilon."""
+    nesterov: bool | None = None
+    """Nesterov momentum."""
+    step: int = 1
+    """Adam step count used for bias correction."""
+
+    def run(self, op: Operation, ctx: PassContext) -> None:
+        if not isinstance(op, FuncOp) or is_training_step(op):
+            ctx.mark_all_preserved()
+            return
+        overrides = {"lr": self.lr, "momentum": self.momentum, "weight_decay": self.weight_decay,
+                     "beta1": self.beta1, "beta2": self.beta2, "eps": self.eps, "nesterov": self.nesterov}
+        try:
+            config = resolve_training(op.attributes.get("training"), self.optimizer, self.loss, overrides, self.step)
+        except TrainingConfigError as problem:
+            ctx.emit_error(op, str(problem))
+            return
+        if config is None:
+            ctx.mark_all_preserved()
+            return
+        try:
+            added = expand_training_step(op, config)
+        except AutodiffError as problem:
+            ctx.emit_error(problem.op, problem.message)
+            return
+        ctx.statistic("ops added", added)
