@@ -107,8 +107,9 @@ class Parser:
 
     def peek(self, ahead: int = 0) -> Token:
         """The next token (or one further ahead) without consuming it."""
-        index = min(self._index + ahead, len(self._tokens) - 1)
-        return self._tokens[index]
+        if not ahead:  # the index never passes the final eof token
+            return self._tokens[self._index]
+        return self._tokens[min(self._index + ahead, len(self._tokens) - 1)]
 
     def next(self) -> Token:
         tok = self._tokens[self._index]

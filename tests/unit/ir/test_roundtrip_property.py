@@ -90,7 +90,7 @@ def _fill(draw: st.DrawFn, block: Block, visible: list[Value], depth: int) -> No
         visible = visible + list(op.results)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(modules())
 def test_print_parse_print_is_identity(module: ModuleOp) -> None:
     for generic in (False, True):
