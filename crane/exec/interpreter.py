@@ -1,0 +1,223 @@
+"""The reference interpreter: run a ``graph.func`` on numpy arrays, op by op.
+
+    outputs = run_function(func, inputs=None, dtype="f64", seed=0)
+
+Inputs not given are drawn from ``seed`` (floats standard normal; integer inputs within
+the range their users accept: an embedding's vocabulary, a loss's class count). Weights
+not given are initialised from their name and ``seed`` (He scale for conv kernels,
+Xavier for matrices, ``1 + 0.1 N`` for norm scales, ``0.1 N`` for other vectors), so
+two runs agree. Optimizer state not given (by its ``name``) starts at zero.
+
+Outputs are keyed by the name of each returned value (``%loss`` -> ``"loss"``); a
+training step (after ``autodiff``) returns the loss, ``"<weight>.new"`` and
+``"<weight>.<state>.new"``. Dropout is active in training steps only, with masks that
+depend on the seed and the op's ``key``; batchnorm always uses batch statistics.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from crane.autodiff import is_training_step
+from crane.dialects.graph import FuncOp, LayerOp, ReturnOp, WeightOp
+from crane.dialects.graph_grad import AccumulateOp, FillOp, GradOp, OptimizerStateOp, UpdateOp
+from crane.exec import kernels as K
+from crane.exec.backward import GRAD_INPUT, GRAD_WEIGHT
+from crane.exec.forward import FORWARD, Call
+from crane.ir.attributes import StringAttr
+from crane.ir.core import BlockArgument, Operation, Value
+from crane.ir.types import TensorType
+
+Array = np.ndarray
+DTYPES: Mapping[str, type[np.floating[Any]]] = {"f32": np.float32, "f64": np.float64}
+"""Names accepted for ``dtype``."""
+
+
+class InterpreterError(Exception):
+    """A function cannot be run; ``op`` (if any) locates the problem."""
+
+    def __init__(self, message: str, op: Operation | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.op = op
+
+
+def _tensor(value: Value) -> TensorType:
+    if not isinstance(value.type, TensorType):
+        raise InterpreterError(f"value of type {value.type} is not a tensor")
+    return value.type
+
+
+def _rng(seed: int, name: str) -> np.random.Generator:
+    return np.random.default_rng([seed, zlib.crc32(name.encode())])
+
+
+def init_weight(name: str, shape: tuple[int, ...], dtype: Any = np.float64, seed: int = 0) -> Array:
+    """A deterministic initial value for the weight ``name`` (see the module docstring)."""
+    draw = _rng(seed, name).standard_normal(shape)
+    if len(shape) == 4:
+        return (draw * np.sqrt(2.0 / max(1, shape[1] * shape[2] * shape[3]))).astype(dtype)
+    if len(shape) == 2:
+        return (draw * np.sqrt(2.0 / (shape[0] + shape[1]))).astype(dtype)
+    if name.endswith(("scale", "gamma")):
+        return (1.0 + 0.1 * draw).astype(dtype)
+    return (0.1 * draw).astype(dtype)
+
+
+def _int_range(arg: Value) -> int:
+    for user in arg.users():
+        if not isinstance(user, LayerOp):
+            continue
+        if user.kind.name == "embedding":
+            return int(user.layer_attrs["vocab"])  # type: ignore[arg-type]
+        if user.kind.is_loss and user.operands[0] is not arg:
+            return _tensor(user.operands[0]).shape[-1]
+    return 2
+
+
+def random_input(arg: Value, dtype: Any = np.float64, seed: int = 0) -> Array:
+    """A seeded value for the function argument ``arg``."""
+    ttype = _tensor(arg)
+    rng = _rng(seed, f"input:{arg.name_hint or ''}")
+    if ttype.element.is_float:
+        return rng.standard_normal(ttype.shape).astype(dtype)
+    return rng.integers(0, _int_range(arg), size=ttype.shape).astype(np.int64)
+
+
+def _check_input(arg: Value, array: Array, name: str) -> Array:
+    ttype = _tensor(arg)
+    if tuple(array.shape) != ttype.shape:
+        raise InterpreterError(f"input '{name}' has shape {tuple(array.shape)}, expected {ttype.shape}")
+    if ttype.element.is_float != np.issubdtype(array.dtype, np.floating):
+        raise InterpreterError(f"input '{name}' has dtype {array.dtype}, expected {ttype.element}")
+    return array
+
+
+class _Machine:
+    """One run: the value table and the run's settings."""
+
+    def __init__(self, dtype: Any, seed: int, training: bool, weights: Mapping[str, Array]) -> None:
+        self.env: dict[Value, Array] = {}
+        self.dtype, self.seed, self.training, self.weights = dtype, seed, training, weights
+
+    def get(self, value: Value) -> Array:
+        return self.env[value]
+
+    def cast(self, array: Array) -> Array:
+        return array.astype(self.dtype) if np.issubdtype(array.dtype, np.floating) else array
+
+    def call(self, layer: LayerOp | GradOp, inputs: tuple[Value, ...], weights: tuple[Value, ...], shape: tuple[int, ...]) -> Call:
+        key = layer.attributes.get("key")
+        return Call(layer.layer_attrs, [self.get(v) for v in inputs], [self.get(v) for v in weights], shape,
+                    key.value if isinstance(key, StringAttr) else "", self.seed, self.training,
+                    {"kind": layer.kind.name})
+
+    def named(self, name: str, value: Value, make: Any) -> Array:
+        given = self.weights.get(name)
+        if given is None:
+            return make()
+        return self.cast(_check_input(value, np.asarray(given), name))
+
+    def run(self, op: Operation) -> list[Array]:
+        if isinstance(op, LayerOp):
+            call = self.call(op, op.inputs, op.weights, _tensor(op.results[0]).shape)
+            return [np.asarray(FORWARD[op.kind.name](call), dtype=self.dtype)]
+        if isinstance(op, GradOp):
+            return self.grad(op)
+        if isinstance(op, WeightOp):
+            shape = _tensor(op.results[0]).shape
+            return [self.named(op.weight_name, op.results[0],
+                               lambda: init_weight(op.weight_name, shape, self.dtype, self.seed))]
+        if isinstance(op, OptimizerStateOp):
+            ttype = _tensor(op.results[0])
+            return [self.named(op.state_name, op.results[0], lambda: np.zeros(ttype.shape, self.dtype))]
+        if isinstance(op, FillOp):
+            value = op.attributes["value"]
+            return [np.full(_tensor(op.results[0]).shape, getattr(value, "value", 0.0), self.dtype)]
+        if isinstance(op, AccumulateOp):
+            return [np.sum([self.get(v) for v in op.operands], axis=0).astype(self.dtype)]
+        if isinstance(op, UpdateOp):
+            return self.update(op)
+        raise InterpreterError(f"the interpreter cannot run '{op.name}'", op)
+
+    def grad(self, op: GradOp) -> list[Array]:
+        rules = GRAD_INPUT if op.role == "input" else GRAD_WEIGHT
+        rule = rules.get(op.kind.name)
+        if rule is None:
+            raise InterpreterError(f"no {op.role}-gradient rule for '{op.kind.name}'", op)
+        call = self.call(op, op.forward_inputs, op.forward_weights, _tensor(op.grad_output).shape)
+        grads = rule(call, self.get(op.grad_output))
+        picked = [grads[i] for i in op.wrt] if op.role == "input" else grads
+        if any(g is None for g in picked):
+            raise InterpreterError(f"'{op.kind.name}' has no gradient for a requested input", op)
+        return [np.asarray(g, dtype=self.dtype) for g in picked if g is not None]
+
+    def update(self, op: UpdateOp) -> list[Array]:
+        h = op.hyper()
+        w, g, *states = (self.get(v) for v in op.operands)
+        lr, wd = float(h["lr"]), float(h.get("weight_decay", 0.0))  # type: ignore[arg-type]
+        if op.name == "graph.sgd":
+            return [K.sgd_update(w, g, lr=lr, weight_decay=wd)]
+        if op.name == "graph.momentum":
+            return list(K.momentum_update(w, g, states[0], lr=lr, momentum=float(h["momentum"]),  # type: ignore[arg-type]
+                                          nesterov=bool(h.get("nesterov", False)), weight_decay=wd))
+        return list(K.adam_update(w, g, states[0], states[1], step=int(h.get("step", 1)), lr=lr,  # type: ignore[arg-type]
+                                  beta1=float(h["beta1"]), beta2=float(h["beta2"]),  # type: ignore[arg-type]
+                                  eps=float(h["eps"]), weight_decay=wd))  # type: ignore[arg-type]
+
+
+def _output_names(values: tuple[Value, ...]) -> list[str]:
+    names: list[str] = []
+    for index, value in enumerate(values):
+        name = value.name_hint or f"output{index}"
+        names.append(name if name not in names else f"{name}#{index}")
+    return names
+
+
+def run_function(func: Operation, inputs: Mapping[str, Array] | None = None, *,
+                 weights: Mapping[str, Array] | None = None, dtype: str | Any = "f64",
+                 seed: int = 0, training: bool | None = None) -> dict[str, Array]:
+    """Run ``func`` (a ``graph.func``) and return its outputs by name.
+
+    ``inputs`` maps argument names to arrays (missing ones are drawn from ``seed``);
+    ``weights`` maps weight (and optimizer-state) names to arrays; ``dtype`` is ``"f32"``,
+    ``"f64"`` or a numpy float type; ``training`` defaults to whether ``func`` is a
+    training step. Raises :class:`InterpreterError` with the failing op.
+    """
+    if not isinstance(func, FuncOp):
+        raise InterpreterError(f"expected a graph.func, got '{func.name}'", func)
+    float_type = DTYPES.get(dtype, None) if isinstance(dtype, str) else dtype
+    if float_type is None:
+        raise InterpreterError(f"unknown dtype '{dtype}' (expected f32 or f64)")
+    machine = _Machine(float_type, seed, is_training_step(func) if training is None else training, weights or {})
+    given = dict(inputs or {})
+    for arg in func.body.args:
+        _bind(machine, arg, given)
+    if given:
+        raise InterpreterError(f"no function argument named '{sorted(given)[0]}'", func)
+    for op in func.body.ops:
+        if isinstance(op, ReturnOp):
+            return dict(zip(_output_names(op.operands), (machine.get(v) for v in op.operands), strict=True))
+        machine.env.update(zip(op.results, _run_located(machine, op), strict=True))
+    raise InterpreterError("the function has no graph.return", func)
+
+
+def _bind(machine: _Machine, arg: BlockArgument, given: dict[str, Array]) -> None:
+    name = arg.name_hint or f"arg{arg.index}"
+    if name not in given:
+        machine.env[arg] = machine.cast(random_input(arg, machine.dtype, machine.seed))
+        return
+    machine.env[arg] = machine.cast(_check_input(arg, np.asarray(given.pop(name)), name))
+
+
+def _run_located(machine: _Machine, op: Operation) -> list[Array]:
+    try:
+        return machine.run(op)
+    except InterpreterError as problem:
+        raise InterpreterError(problem.message, problem.op or op) from None
+    except (ValueError, IndexError, KeyError, TypeError, AssertionError, FloatingPointError) as problem:
+        raise InterpreterError(f"'{op.name}' failed: {problem}", op) from None
