@@ -1,0 +1,248 @@
+"""The scheduler's ``Workload`` of an inference ``graph.func``.
+
+One ``LayerWork`` per compute op, per sample, at the machine's element width:
+
+* ``conv2d`` (kind ``conv``), ``linear`` (``fc``) and ``matmul`` (``matmul``) are GEMM
+  layers; their MACs come from the op's ``accounting()``, their vector work is what the
+  accounting counts beyond ``2 * MACs`` (bias adds);
+* ``attention`` becomes three layers: ``<name>.qkv`` (the Q, K and V projections),
+  ``<name>.core`` (QK^T, softmax and AV, no weights) and ``<name>`` (the output
+  projection); their MACs add up to the op's accounting;
+* pools are vector layers (``pool``), ``add`` / ``mul`` are ``eltwise`` layers;
+* unary elementwise ops and norms (relu, gelu, batchnorm, layernorm, softmax, ...) merge
+  into the layer producing their input when they are its only user, else they become
+  ``vector`` layers of their own;
+* ``reshape``, ``flatten``, ``transpose``, ``slice``, ``concat`` and (at inference)
+  ``dropout`` are transparent: edges run through them to the layers behind; ``graph.weight``
+  values count as weight bytes of the layer reading them; ``embedding`` is a gather from
+  DRAM, so its result counts as network input (its table is not loaded on chip);
+* losses are training-only and are left out.
+
+Bytes are elements per sample times ``elem_bytes`` (the graph's f32 types are what the
+frontend computes in; the machine stores ``data_bytes`` per element).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from crane.dialects.graph import LayerOp, WeightOp
+from crane.frontend.model import numel
+from crane.ir.attributes import IntAttr, StringAttr
+from crane.ir.core import Operation, Value
+from crane.ir.types import TensorType
+from crane.schedule.workload import Dims, LayerWork, Workload
+
+GEMM_OPS = {"conv2d": "conv", "linear": "fc", "matmul": "matmul"}
+POOL_OPS = frozenset({"max_pool2d", "avg_pool2d", "global_avg_pool"})
+BINARY_OPS = frozenset({"add", "mul"})
+UNARY_OPS = frozenset({"relu", "gelu", "silu", "sigmoid", "tanh", "batchnorm", "layernorm",
+                       "softmax"})
+TRANSPARENT_OPS = frozenset({"reshape", "flatten", "transpose", "slice", "concat", "dropout"})
+
+Flow = dict[str | None, int]
+"""Producer layer (None: DRAM, outside the network) -> bytes per sample read from it."""
+
+
+@dataclass
+class _Layer:
+    """A layer being accumulated (merged elementwise ops still to come)."""
+
+    name: str
+    kind: str
+    macs: int
+    vector_ops: int
+    weight_bytes: int
+    output_bytes: int
+    dims: Dims
+    inputs: Flow = field(default_factory=dict)
+
+    def freeze(self) -> LayerWork:
+        named = tuple((p, b) for p, b in self.inputs.items() if p is not None)
+        return LayerWork.make(
+            self.name, self.kind, macs=self.macs, vector_ops=self.vector_ops,
+            weight_bytes=self.weight_bytes, output_bytes=self.output_bytes, dims=self.dims,
+            inputs=named, external_input_bytes=self.inputs.get(None, 0))
+
+
+def graph_batch(func: Operation) -> int:
+    """The batch size a ``graph.func`` was elaborated at (its ``batch`` attribute, else 1)."""
+    attr = func.attributes.get("batch")
+    return attr.value if isinstance(attr, IntAttr) and attr.value > 0 else 1
+
+
+def _shape(value: Value) -> tuple[int, ...]:
+    if not isinstance(value.type, TensorType):
+        raise ValueError(f"expected a tensor, got {value.type}")
+    return tuple(value.type.shape)
+
+
+def _merge(into: Flow, other: Flow, scale: float = 1.0) -> None:
+    for producer, nbytes in other.items():
+        into[producer] = into.get(producer, 0) + round(nbytes * scale)
+
+
+def _vector_dims(shape: tuple[int, ...]) -> Dims:
+    """Partitionable extents of a per-sample vector op from its (batched) output shape."""
+    rest = shape[1:]
+    if len(rest) >= 3:
+        return Dims.conv(rest[0], 1, rest[1], numel(rest[2:]))
+    if len(rest) == 2:
+        return Dims.conv(rest[1], 1, rest[0], 1)
+    return Dims.conv(numel(rest), 1, 1, 1)
+
+
+class _Builder:
+    """Walks one function body in order and accumulates its layers."""
+
+    def __init__(self, batch: int, elem_bytes: int) -> None:
+        self.batch = batch
+        self.elem_bytes = elem_bytes
+        self.layers: list[_Layer] = []
+        self.flows: dict[Value, Flow] = {}
+        self.weights: dict[Value, int] = {}
+        self.owner: dict[Value, _Layer] = {}
+        self.names: set[str] = set()
+
+    def sample_bytes(self, value: Value) -> int:
+        return numel(_shape(value)) // self.batch * self.elem_bytes
+
+    def per_sample(self, count: int) -> int:
+        return count // self.batch
+
+    def unique(self, value: Value, fallback: str) -> str:
+        base = value.name_hint or fallback
+        name, k = base, 1
+        while name in self.names:
+            k += 1
+            name = f"{base}#{k}"
+        self.names.add(name)
+        return name
+
+    def read(self, values: tuple[Value, ...]) -> tuple[Flow, int]:
+        """The flows and weight bytes behind some operands."""
+        flow: Flow = {}
+        weight_bytes = 0
+        for v in values:
+            if v in self.weights:
+                weight_bytes += self.weights[v]
+                continue
+            _merge(flow, self.flows.get(v, {None: self.sample_bytes(v)}))
+        return flow, weight_bytes
+
+    def add(self, layer: _Layer, result: Value) -> None:
+        self.layers.append(layer)
+        self.owner[result] = layer
+        self.flows[result] = {layer.name: layer.output_bytes}
+
+    def visit(self, op: Operation) -> None:
+        if isinstance(op, WeightOp):
+            self.weights[op.results[0]] = numel(_shape(op.results[0])) * self.elem_bytes
+            return
+        if not isinstance(op, LayerOp):
+            if op.name != "graph.return":
+                raise ValueError(f"'{op.name}' is not an inference graph op")
+            return
+        kind = op.kind.name
+        if op.kind.is_loss:
+            return
+        if kind in TRANSPARENT_OPS:
+            self.transparent(op)
+        elif kind == "embedding":
+            self.flows[op.results[0]] = {None: self.sample_bytes(op.results[0])}
+        elif kind == "attention":
+            self.attention(op)
+        elif kind in UNARY_OPS and self.mergeable(op):
+            self.merge_unary(op)
+        else:
+            self.layer(op, kind)
+
+    def transparent(self, op: LayerOp) -> None:
+        flow: Flow = {}
+        inputs = op.inputs
+        scale = 1.0
+        if op.kind.name == "slice":
+            scale = numel(_shape(op.results[0])) / max(1, numel(_shape(inputs[0])))
+        for v in inputs:
+            _merge(flow, self.flows.get(v, {None: self.sample_bytes(v)}), scale)
+        self.flows[op.results[0]] = flow
+
+    def mergeable(self, op: LayerOp) -> bool:
+        source = op.inputs[0]
+        return source in self.owner and len(source.uses) == 1
+
+    def merge_unary(self, op: LayerOp) -> None:
+        layer = self.owner.pop(op.inputs[0])
+        figures = op.accounting()
+        layer.vector_ops += self.per_sample(figures["flops"])
+        layer.weight_bytes += self.read(op.weights)[1]
+        layer.output_bytes = self.sample_bytes(op.results[0])
+        self.owner[op.results[0]] = layer
+        self.flows[op.results[0]] = {layer.name: layer.output_bytes}
+
+    def layer(self, op: LayerOp, kind: str) -> None:
+        figures = op.accounting()
+        flow, weight_bytes = self.read(op.operands)
+        out = _shape(op.results[0])
+        macs = self.per_sample(figures["macs"])
+        vector = self.per_sample(figures["flops"] - 2 * figures["macs"])
+        label = GEMM_OPS.get(kind) or ("pool" if kind in POOL_OPS else
+                                       "eltwise" if kind in BINARY_OPS else "vector")
+        dims = self.gemm_dims(op, kind, out) if kind in GEMM_OPS else _vector_dims(out)
+        name = self.unique(op.results[0], kind)
+        self.add(_Layer(name, label, macs, vector, weight_bytes,
+                        self.sample_bytes(op.results[0]), dims, flow), op.results[0])
+
+    def gemm_dims(self, op: LayerOp, kind: str, out: tuple[int, ...]) -> Dims:
+        first = _shape(op.inputs[0])
+        if kind == "conv2d":
+            attrs = op.layer_attrs
+            kernel, groups = attrs["kernel"], attrs["groups"]
+            assert isinstance(kernel, tuple) and isinstance(groups, int)
+            return Dims.conv(out[1], first[1] // groups, out[2], out[3],
+                             int(kernel[0]), int(kernel[1]))
+        cols = out[-1] if out else 1
+        rows = numel(out) // self.batch // max(1, cols)
+        return Dims.matmul(rows, cols, first[-1])
+
+    def attention(self, op: LayerOp) -> None:
+        """Q/K/V projections, the attention core and the output projection."""
+        x = op.inputs[0]
+        memory = op.inputs[-1]
+        _, s, d = _shape(x)
+        sk = _shape(memory)[1]
+        heads = op.layer_attrs["heads"]
+        bias = bool(op.layer_attrs.get("bias"))
+        assert isinstance(heads, int)
+        flow, weight_bytes = self.read(op.inputs)
+        out_w = weight_bytes // 4
+        db = self.elem_bytes
+        base = self.unique(op.results[0], "attention")
+        qkv = _Layer(f"{base}.qkv", "matmul", (s + 2 * sk) * d * d,
+                     (s + 2 * sk) * d if bias else 0, weight_bytes - out_w,
+                     (s + 2 * sk) * d * db, Dims.matmul(s + 2 * sk, d, d), flow)
+        core = _Layer(f"{base}.core", "attention", 2 * s * sk * d, 5 * heads * s * sk, 0,
+                      s * d * db, Dims.matmul(s, sk * heads, d // heads),
+                      {qkv.name: qkv.output_bytes})
+        proj = _Layer(base, "matmul", s * d * d, s * d if bias else 0, out_w,
+                      self.sample_bytes(op.results[0]), Dims.matmul(s, d, d),
+                      {core.name: core.output_bytes})
+        self.names.update((qkv.name, core.name))
+        self.layers += [qkv, core]
+        self.add(proj, op.results[0])
+
+
+def workload_of(func: Operation, elem_bytes: int = 1) -> Workload:
+    """The per-sample ``Workload`` of an inference ``graph.func`` (see the module docstring).
+
+    ``elem_bytes`` is the machine's element width (``Machine.data_bytes``). Raises
+    ``ValueError`` for ops that are not inference graph ops (e.g. after autodiff).
+    """
+    if func.name != "graph.func" or not func.regions or not func.regions[0].blocks:
+        raise ValueError(f"expected a graph.func with a body, got '{func.name}'")
+    builder = _Builder(graph_batch(func), elem_bytes)
+    for op in func.regions[0].blocks[0].ops:
+        builder.visit(op)
+    name = func.attributes.get("sym_name")
+    label = name.value if isinstance(name, StringAttr) else "network"
+    return Workload.of(label, [layer.freeze() for layer in builder.layers], elem_bytes)

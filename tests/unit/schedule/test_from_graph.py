@@ -1,0 +1,83 @@
+"""``workload_of``: graph.func -> scheduler Workload on the example networks."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from crane.dialects import default_context
+from crane.ir.core import Operation
+from crane.passes.generic.op_stats import collect_op_stats
+from crane.schedule.from_graph import graph_batch, workload_of
+from crane.tools.inputs import translate
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+@cache
+def _module(name: str) -> Operation:
+    path = EXAMPLES / f"{name}.crn"
+    return translate("crn", path.read_text(), str(path), default_context())
+
+
+def _func(name: str) -> Operation:
+    return next(op for op in _module(name).walk() if op.name == "graph.func")
+
+
+def _graph_macs(name: str) -> int:
+    """Total MACs as ``print-op-stats`` counts them."""
+    return sum(row.get("macs", 0) for row in collect_op_stats(_func(name)).values())
+
+
+@pytest.mark.parametrize(("name", "low", "high"), [
+    ("resnet50", 68, 76), ("googlenet", 60, 90), ("bert_base", 60, 120),
+    ("gpt2", 100, 180), ("tiny_resnet", 8, 12), ("tiny_transformer", 12, 30),
+])
+def test_macs_match_the_graph_and_layer_counts(name: str, low: int, high: int) -> None:
+    func = _func(name)
+    work = workload_of(func)
+    assert low <= len(work) <= high
+    assert work.total_macs * graph_batch(func) == _graph_macs(name)
+
+
+def test_resnet50_structure() -> None:
+    work = workload_of(_func("resnet50"))
+    kinds = [layer.kind for layer in work.layers]
+    assert kinds.count("conv") == 53 and kinds.count("eltwise") == 16
+    assert kinds.count("fc") == 1 and kinds.count("pool") == 2
+    assert work.outputs() == ("logits",)
+    first = work.layers[0]
+    assert first.external_input_bytes == 3 * 224 * 224 and not first.inputs
+    assert first.dims.partitionable == (64, 112, 112) and first.dims.r == 7
+    # Residual adds merge two predecessors; BN and ReLU are folded into the convs.
+    adds = [layer for layer in work.layers if layer.kind == "eltwise"]
+    assert all(len(layer.inputs) == 2 for layer in adds)
+    assert all(layer.vector_ops > 0 for layer in work.layers if layer.kind == "conv")
+
+
+def test_element_width_scales_bytes() -> None:
+    func = _func("tiny_resnet")
+    one, two = workload_of(func, 1), workload_of(func, 2)
+    assert two.total_weight_bytes == 2 * one.total_weight_bytes
+    assert [2 * layer.output_bytes for layer in one.layers] == [
+        layer.output_bytes for layer in two.layers]
+
+
+def test_attention_splits_into_projections_and_core() -> None:
+    work = workload_of(_func("tiny_transformer"))
+    cores = [layer for layer in work.layers if layer.kind == "attention"]
+    assert len(cores) == 2
+    for core in cores:
+        base = core.name.removesuffix(".core")
+        assert core.predecessors == (f"{base}.qkv",) and core.weight_bytes == 0
+        assert work.successors[core.name] == (base,)
+    # Flatten/reshape/dropout are transparent: every edge joins two compute layers.
+    names = {layer.name for layer in work.layers}
+    assert all(p in names for layer in work.layers for p in layer.predecessors)
+
+
+def test_rejects_non_graph_ops() -> None:
+    with pytest.raises(ValueError, match="graph.func"):
+        workload_of(_module("tiny_resnet"))
