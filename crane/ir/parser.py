@@ -8,64 +8,20 @@ parsers (``parse_custom`` classmethods on op classes) use the public helpers her
 
 from __future__ import annotations
 
-import difflib
 import gc
-import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from crane.ir.attributes import (
-    ArrayAttr,
-    Attribute,
-    BoolAttr,
-    DenseIntsAttr,
-    DictAttr,
-    EnumAttr,
-    FloatAttr,
-    IntAttr,
-    StringAttr,
-    SymbolRefAttr,
-    TypeAttr,
-    UnitAttr,
-)
+from crane.ir.attribute_parser import AttributeParser
 from crane.ir.context import Context
 from crane.ir.core import Block, Operation, Region, Value
-from crane.ir.lexer import SourceText, Token, tokenize, unescape
-from crane.ir.location import UNKNOWN, FileLineColLoc, FusedLoc, Location, NameLoc
+from crane.ir.lexer import SourceText, Token, unescape
+from crane.ir.parser_base import MAX_REGION_DEPTH, ParseError
 from crane.ir.traits import IsolatedFromAbove
-from crane.ir.types import (
-    DYNAMIC,
-    MEMORY_SPACES,
-    SCALAR_NAMES,
-    BufferType,
-    FunctionType,
-    ScalarType,
-    TensorType,
-    Type,
-)
+from crane.ir.types import Type
 
-_SCALARS = {name: ScalarType(name) for name in SCALAR_NAMES}
-_SHAPE = re.compile(r"((?:(?:[0-9]+|\?)x)*)(.*)\Z")
-MAX_REGION_DEPTH = 200
-"""Deeper nesting is refused with an error, so that no input can exhaust the stack."""
-
-
-def _check_int_range(value: int, width: int, tok: Token) -> None:
-    low = 0 if width == 1 else -(2 ** (width - 1))
-    high = 1 if width == 1 else 2**width - 1  # signless: accept the unsigned range too
-    if not low <= value <= high:
-        raise ParseError(f"integer {value} does not fit in i{width}", tok.start, tok.end - tok.start)
-
-
-class ParseError(Exception):
-    """A syntax or naming error at an offset of the source text."""
-
-    def __init__(self, message: str, offset: int, length: int = 1) -> None:
-        super().__init__(message)
-        self.message = message
-        self.offset = offset
-        self.length = max(1, length)
+__all__ = ["OperandRef", "ParseError", "Parser", "parse_ops"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,91 +47,13 @@ class _Scope:
         self.forward: dict[str, _Forward] = {}
 
 
-class Parser:
+class Parser(AttributeParser):
     """A recursive-descent parser over one source text."""
 
     def __init__(self, context: Context, source: SourceText) -> None:
-        self.context = context
-        self.source = source
-        self.text = source.text
-        self._tokens = tokenize(source.text)
-        self._index = 0
+        super().__init__(context, source)
         self._scopes: list[_Scope] = [_Scope(isolated=True)]
         self._type_cache: dict[str, Type] = {}
-
-    # ----- tokens
-
-    def peek(self, ahead: int = 0) -> Token:
-        """The next token (or one further ahead) without consuming it."""
-        if not ahead:  # the index never passes the final eof token
-            return self._tokens[self._index]
-        return self._tokens[min(self._index + ahead, len(self._tokens) - 1)]
-
-    def next(self) -> Token:
-        tok = self._tokens[self._index]
-        if tok.kind != "eof":
-            self._index += 1
-        return tok
-
-    def error(self, message: str, tok: Token | None = None) -> ParseError:
-        tok = tok if tok is not None else self.peek()
-        return ParseError(message, tok.start, tok.end - tok.start)
-
-    def _describe(self, tok: Token) -> str:
-        if tok.kind == "eof":
-            return "end of input"
-        return f"'{tok.text}'"
-
-    def parse_optional_punct(self, punct: str) -> bool:
-        tok = self._tokens[self._index]
-        if tok.text == punct and tok.kind in ("punct", "arrow", "dcolon"):
-            self._index += 1
-            return True
-        return False
-
-    def parse_punct(self, punct: str, context: str = "") -> None:
-        if not self.parse_optional_punct(punct):
-            where = f" {context}" if context else ""
-            raise self.error(f"expected '{punct}'{where}, found {self._describe(self.peek())}")
-
-    def parse_optional_keyword(self, keyword: str) -> bool:
-        tok = self._tokens[self._index]
-        if tok.kind == "ident" and tok.text == keyword:
-            self._index += 1
-            return True
-        return False
-
-    def parse_keyword(self, keyword: str) -> None:
-        if not self.parse_optional_keyword(keyword):
-            raise self.error(f"expected '{keyword}', found {self._describe(self.peek())}")
-
-    def location_here(self) -> FileLineColLoc:
-        return self.source.location(self.peek().start)
-
-    # ----- literals
-
-    def parse_integer(self) -> int:
-        tok = self.next()
-        if tok.kind != "int":
-            raise self.error(f"expected an integer, found {self._describe(tok)}", tok)
-        return int(tok.text)
-
-    def parse_string(self) -> str:
-        tok = self.next()
-        if tok.kind != "string":
-            raise self.error(f"expected a string literal, found {self._describe(tok)}", tok)
-        return unescape(tok.text)
-
-    def parse_symbol_name(self) -> str:
-        """``@name`` or ``@"quoted name"``, returning the bare name."""
-        tok = self.next()
-        if tok.kind != "symbol":
-            raise self.error(f"expected a symbol name like '@main', found {self._describe(tok)}", tok)
-        body = tok.text[1:]
-        return unescape(body) if body.startswith('"') else body
-
-    def parse_optional_symbol_name(self) -> str | None:
-        return self.parse_symbol_name() if self.peek().kind == "symbol" else None
 
     # ----- values
 
@@ -264,225 +142,6 @@ class Parser:
             return
         for name, pending in scope.forward.items():
             raise ParseError(f"use of undefined value '{name}'", pending.offset, len(name))
-
-    # ----- types
-
-    def parse_type(self) -> Type:
-        tok = self.peek()
-        if tok.kind == "punct" and tok.text == "(":
-            return self._parse_function_type()
-        if tok.kind == "shaped":
-            return self._parse_shaped_type(tok)
-        if tok.kind != "ident":
-            raise self.error(f"expected a type, found {self._describe(tok)}")
-        scalar = _SCALARS.get(tok.text)
-        if scalar is not None:
-            self._index += 1
-            return scalar
-        close = difflib.get_close_matches(tok.text, [*SCALAR_NAMES, "tensor", "buffer"], n=1)
-        hint = f"; did you mean '{close[0]}'?" if close else ""
-        raise self.error(f"unknown type '{tok.text}'{hint}", tok)
-
-    def _parse_shaped_type(self, tok: Token) -> Type:
-        self._index += 1
-        kind, _, body = tok.text.partition("<")
-        shape = _SHAPE.match(body)
-        assert shape is not None  # the pattern accepts any text
-        dims_text, element_name = shape.group(1), shape.group(2)
-        element = _SCALARS.get(element_name)
-        if element is None:
-            offset = tok.start + len(tok.text) - len(element_name)
-            raise ParseError(f"unknown element type '{element_name}' in {kind} type "
-                             "(dimensions are integers or '?' followed by 'x')",
-                             offset, len(element_name))
-        dims = tuple(DYNAMIC if d == "?" else int(d) for d in dims_text.split("x")[:-1])
-        result: Type
-        if kind == "tensor":
-            result = TensorType(dims, element)
-        else:
-            self.parse_punct(",", "before the memory space of a buffer")
-            space = self.next()
-            if space.text not in MEMORY_SPACES:
-                raise self.error(f"unknown memory space '{space.text}' (expected sram or dram)", space)
-            result = BufferType(dims, element, space.text)
-        self.parse_punct(">", f"to close the {kind} type")
-        return result
-
-    def parse_type_list_parens(self) -> tuple[Type, ...]:
-        self.parse_punct("(")
-        types: list[Type] = []
-        if not self.parse_optional_punct(")"):
-            types.append(self.parse_type())
-            while self.parse_optional_punct(","):
-                types.append(self.parse_type())
-            self.parse_punct(")", "to close the type list")
-        return tuple(types)
-
-    def _parse_function_type(self) -> FunctionType:
-        inputs = self.parse_type_list_parens()
-        self.parse_punct("->", "in a function type")
-        if self.peek().text == "(":
-            start = self._index
-            results = self.parse_type_list_parens()
-            if self.peek().text == "->":  # a function type as the single result
-                self._index = start
-                results = (self._parse_function_type(),)
-            return FunctionType(inputs, results)
-        return FunctionType(inputs, (self.parse_type(),))
-
-    def parse_function_type(self) -> FunctionType:
-        tok = self.peek()
-        if tok.text != "(":
-            raise self.error(f"expected a function type like '(i32) -> i32', found {self._describe(tok)}")
-        return self._parse_function_type()
-
-    # ----- attributes
-
-    def parse_attribute(self) -> Attribute:
-        tok = self.peek()
-        kind = tok.kind
-        if kind == "int":
-            self._index += 1
-            value = int(tok.text)
-            if self.peek().text == ":" and self.peek(1).text in ("i1", "i8", "i16", "i32", "i64"):
-                self.parse_punct(":")
-                width_tok = self.next()
-                width = int(width_tok.text[1:])
-                _check_int_range(value, width, tok)
-                return IntAttr(value, width)
-            return IntAttr(value)
-        if kind == "float":
-            self._index += 1
-            return FloatAttr(float(tok.text))
-        if kind == "string":
-            self._index += 1
-            return StringAttr(unescape(tok.text))
-        if kind == "symbol":
-            return self._parse_symbol_ref()
-        if kind == "hash":
-            return self._parse_enum()
-        if kind in ("ident", "shaped"):
-            return self._parse_keyword_attribute(tok)
-        if tok.text == "[":
-            return self._parse_array()
-        if tok.text == "{":
-            return DictAttr(tuple(self.parse_attr_dict().items()))
-        if tok.text == "(":
-            return TypeAttr(self._parse_function_type())
-        if tok.text == "-" and self.peek(1).text == "inf":
-            self._index += 2
-            return FloatAttr(float("-inf"))
-        raise self.error(f"expected an attribute value, found {self._describe(tok)}", tok)
-
-    def _parse_keyword_attribute(self, tok: Token) -> Attribute:
-        word = tok.text
-        simple: dict[str, Attribute] = {
-            "true": BoolAttr(True), "false": BoolAttr(False), "unit": UnitAttr(),
-            "inf": FloatAttr(float("inf")), "nan": FloatAttr(float("nan")),
-        }
-        if word in simple:
-            self._index += 1
-            return simple[word]
-        if word == "array" and self.peek(1).text == "<":
-            return self._parse_dense_ints()
-        return TypeAttr(self.parse_type())
-
-    def _parse_dense_ints(self) -> DenseIntsAttr:
-        self.next()
-        self.parse_punct("<")
-        self.parse_keyword("i64")
-        values: list[int] = []
-        if self.parse_optional_punct(":"):
-            values.append(self.parse_integer())
-            while self.parse_optional_punct(","):
-                values.append(self.parse_integer())
-        self.parse_punct(">", "to close the array")
-        return DenseIntsAttr(tuple(values))
-
-    def _parse_array(self) -> ArrayAttr:
-        self.parse_punct("[")
-        elements: list[Attribute] = []
-        if not self.parse_optional_punct("]"):
-            elements.append(self.parse_attribute())
-            while self.parse_optional_punct(","):
-                elements.append(self.parse_attribute())
-            self.parse_punct("]", "to close the array")
-        return ArrayAttr(tuple(elements))
-
-    def _parse_symbol_ref(self) -> SymbolRefAttr:
-        root = self.parse_symbol_name()
-        nested: list[str] = []
-        while self.parse_optional_punct("::"):
-            nested.append(self.parse_symbol_name())
-        return SymbolRefAttr(root, tuple(nested))
-
-    def _parse_enum(self) -> EnumAttr:
-        tok = self.next()
-        enum = tok.text[1:]
-        self.parse_punct("<", f"after '{tok.text}'")
-        case_tok = self.next()
-        if case_tok.kind != "ident":
-            raise self.error(f"expected an enum case name, found {self._describe(case_tok)}", case_tok)
-        cases = self.context.enum_cases(enum)
-        if cases is not None and case_tok.text not in cases:
-            close = difflib.get_close_matches(case_tok.text, cases, n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else f" (expected one of {', '.join(cases)})"
-            raise self.error(f"'{case_tok.text}' is not a case of #{enum}{hint}", case_tok)
-        self.parse_punct(">", "to close the enum attribute")
-        return EnumAttr(enum, case_tok.text)
-
-    def parse_attr_dict(self) -> dict[str, Attribute]:
-        """``{k = v, flag}`` (the braces are required)."""
-        self.parse_punct("{")
-        attrs: dict[str, Attribute] = {}
-        if self.parse_optional_punct("}"):
-            return attrs
-        while True:
-            key_tok = self.next()
-            if key_tok.kind not in ("ident", "string"):
-                raise self.error(f"expected an attribute name, found {self._describe(key_tok)}", key_tok)
-            key = unescape(key_tok.text) if key_tok.kind == "string" else key_tok.text
-            if key in attrs:
-                raise self.error(f"duplicate attribute '{key}'", key_tok)
-            attrs[key] = self.parse_attribute() if self.parse_optional_punct("=") else UnitAttr()
-            if self.parse_optional_punct("}"):
-                return attrs
-            self.parse_punct(",", "or '}' in an attribute dictionary")
-
-    def parse_optional_attr_dict(self) -> dict[str, Attribute]:
-        return self.parse_attr_dict() if self.peek().text == "{" else {}
-
-    # ----- locations
-
-    def parse_optional_trailing_location(self) -> Location | None:
-        tok = self.peek()
-        if tok.kind != "ident" or tok.text != "loc" or self.peek(1).text != "(":
-            return None
-        self._index += 2
-        loc = self.parse_location()
-        self.parse_punct(")", "to close the location")
-        return loc
-
-    def parse_location(self) -> Location:
-        if self.parse_optional_keyword("unknown"):
-            return UNKNOWN
-        if self.parse_optional_keyword("fused"):
-            self.parse_punct("[")
-            parts = [self.parse_location()]
-            while self.parse_optional_punct(","):
-                parts.append(self.parse_location())
-            self.parse_punct("]")
-            return FusedLoc(tuple(parts))
-        name = self.parse_string()
-        if self.parse_optional_punct(":"):
-            line = self.parse_integer()
-            self.parse_punct(":")
-            return FileLineColLoc(name, line, self.parse_integer())
-        if self.parse_optional_punct("("):
-            child = self.parse_location()
-            self.parse_punct(")")
-            return NameLoc(name, child)
-        return NameLoc(name)
 
     # ----- regions and blocks
 

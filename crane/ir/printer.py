@@ -147,24 +147,17 @@ class Printer:
         out.append("(")
         out.append(", ".join(self.name_of(v) for v in op._operands))
         out.append(")")
-        if op.regions:
-            out.append(" (")
-            for i, region in enumerate(op.regions):
-                if i:
-                    out.append(", ")
-                self.print_region(region)
-            out.append(")")
-        if op.attributes:
-            out.append(" ")
-            out.append(format_attr_dict(op.attributes))
-        out.append(" : ")
-        self.print_functional_type(op)
+        self._print_regions_attributes_type(op)
 
     def _print_default_custom(self, op: Operation) -> None:
-        out = self._out
         if op._operands:
-            out.append(" ")
-            out.append(", ".join(self.name_of(v) for v in op._operands))
+            self._out.append(" ")
+            self._out.append(", ".join(self.name_of(v) for v in op._operands))
+        self._print_regions_attributes_type(op)
+
+    def _print_regions_attributes_type(self, op: Operation) -> None:
+        """`` ({...}, {...}) {attrs} : (T) -> R``, the tail both forms share."""
+        out = self._out
         if op.regions:
             out.append(" (")
             for i, region in enumerate(op.regions):
