@@ -1,0 +1,190 @@
+"""``crane-run``: run a network through the reference interpreter.
+
+    crane-run model.crn                        # forward pass on seeded random inputs
+    crane-run model.crn --train --save out/    # one training step, outputs as .npy
+    crane-run model.crn --input image=x.npy --dtype f32 --seed 3
+
+The input is a ``.crn`` file or ``graph`` IR text (as for ``crane-opt``). ``--train``
+expands the function with the ``autodiff`` library first (the file's training section,
+overridden by ``--optimizer`` / ``--lr``) unless it already is a training step. Every
+output is summarised as ``name shape mean std first-values``; ``--save DIR`` writes
+``DIR/<name>.npy``. Mistakes are reported with their location or as one line; the exit
+status is 1 for errors in the input or the run, 2 for bad command-line usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from crane.autodiff import (
+    AutodiffError,
+    TrainingConfigError,
+    expand_training_step,
+    is_training_step,
+    resolve_training,
+)
+from crane.dialects import default_context
+from crane.dialects.graph import FuncOp
+from crane.exec.interpreter import InterpreterError, run_function
+from crane.ir.core import Operation, VerifyError
+from crane.ir.diagnostics import Diagnostic, DiagnosticError, Severity, SourceManager, render
+from crane.ir.verifier import verify
+from crane.tools.inputs import input_format, translate
+
+
+class UsageError(Exception):
+    """A bad command line or unreadable file: one line, exit status 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``crane-run`` command line."""
+    parser = argparse.ArgumentParser(prog="crane-run", description="run a graph function on numpy arrays")
+    parser.add_argument("input", help=".crn or IR file")
+    parser.add_argument("--func", default=None, help="function to run (default: the first graph.func)")
+    parser.add_argument("--dtype", choices=("f32", "f64"), default="f32", help="float type (default f32)")
+    parser.add_argument("--seed", type=int, default=0, help="seed for random inputs, weights and dropout")
+    parser.add_argument("--input", dest="inputs", action="append", default=[], metavar="NAME=FILE.npy",
+                        help="give an input (repeatable)")
+    parser.add_argument("--weights", default=None, metavar="DIR", help="read weights as DIR/<name>.npy where present")
+    parser.add_argument("--train", action="store_true", help="run one training step")
+    parser.add_argument("--optimizer", default="", help="override the training optimizer (sgd, momentum, adam)")
+    parser.add_argument("--lr", type=float, default=None, help="override the learning rate")
+    parser.add_argument("--save", default=None, metavar="DIR", help="write every output to DIR/<name>.npy")
+    parser.add_argument("--show", type=int, default=4, help="how many leading values to print (default 4)")
+    return parser
+
+
+def _load_npy(path: str, what: str) -> np.ndarray:
+    try:
+        return np.asarray(np.load(path, allow_pickle=False))
+    except (OSError, ValueError, EOFError) as problem:
+        raise UsageError(f"cannot read {what} '{path}': {problem}") from None
+
+
+def _inputs(specs: Sequence[str]) -> dict[str, np.ndarray]:
+    given: dict[str, np.ndarray] = {}
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise UsageError(f"--input expects NAME=FILE.npy, got '{spec}'")
+        given[name] = _load_npy(path, f"input '{name}'")
+    return given
+
+
+def _weights(directory: str | None) -> dict[str, np.ndarray]:
+    if directory is None:
+        return {}
+    root = Path(directory)
+    if not root.is_dir():
+        raise UsageError(f"--weights: '{directory}' is not a directory")
+    return {p.name[: -len(".npy")]: _load_npy(str(p), "weight") for p in sorted(root.glob("*.npy"))}
+
+
+def _pick_function(module: Operation, name: str | None) -> FuncOp:
+    funcs = [op for op in module.walk() if isinstance(op, FuncOp)]
+    for func in funcs:
+        symbol = getattr(func.attributes.get("sym_name"), "value", None)
+        if name is None or symbol == name:
+            return func
+    raise UsageError(f"no graph.func named '{name}'" if name else "the input holds no graph.func")
+
+
+def _train(func: FuncOp, args: argparse.Namespace) -> None:
+    if is_training_step(func):
+        return
+    config = resolve_training(func.attributes.get("training"), args.optimizer, "", {"lr": args.lr})
+    if config is None:
+        config = resolve_training(None, "sgd")
+    assert config is not None
+    expand_training_step(func, config)
+    _verify(func)
+
+
+def _verify(op: Operation) -> None:
+    problems = verify(op)
+    if problems:
+        raise DiagnosticError(*problems)
+
+
+def summarise(name: str, array: np.ndarray, show: int = 4) -> str:
+    """One line: name, shape, mean, std and the first values."""
+    flat = np.asarray(array, dtype=np.float64).ravel()
+    mean = float(flat.mean()) if flat.size else 0.0
+    std = float(flat.std()) if flat.size else 0.0
+    head = " ".join(f"{v:.6g}" for v in flat[:show])
+    shape = "x".join(map(str, array.shape)) or "scalar"
+    return f"{name}  {shape}  mean={mean:.6g}  std={std:.6g}  [{head}{' ...' if flat.size > show else ''}]"
+
+
+def _save(outputs: dict[str, np.ndarray], directory: str) -> None:
+    root = Path(directory)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        for name, array in outputs.items():
+            np.save(root / f"{name}.npy", array)
+    except OSError as problem:
+        raise UsageError(f"cannot write to '{directory}': {problem}") from None
+
+
+def run(args: argparse.Namespace, sources: SourceManager) -> int:
+    """Run the command; returns the exit status (raises for located and usage errors)."""
+    try:
+        text = Path(args.input).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as problem:
+        raise UsageError(f"cannot read input file '{args.input}': {problem}") from None
+    sources.add(args.input, text)
+    module = translate(input_format(args.input, None), text, args.input, default_context())
+    _verify(module)
+    func = _pick_function(module, args.func)
+    if args.train:
+        _train(func, args)
+    outputs = run_function(func, _inputs(args.inputs), weights=_weights(args.weights), dtype=args.dtype, seed=args.seed)
+    if args.save is not None:
+        _save(outputs, args.save)
+    for name, array in outputs.items():
+        print(summarise(name, array, args.show))
+    return 0
+
+
+def _located(message: str, op: Operation | None, sources: SourceManager) -> str:
+    if op is None:
+        return f"crane-run: error: {message}"
+    return render(Diagnostic(Severity.ERROR, message, op.location), sources)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    sources = SourceManager()
+    try:
+        return run(args, sources)
+    except UsageError as problem:
+        print(f"crane-run: error: {problem}", file=sys.stderr)
+        return 2
+    except DiagnosticError as problem:
+        for diag in problem.diagnostics:
+            print(render(diag, sources), file=sys.stderr)
+        return 1
+    except (InterpreterError, AutodiffError) as problem:
+        print(_located(problem.message, problem.op, sources), file=sys.stderr)
+        return 1
+    except (VerifyError, TrainingConfigError, ValueError) as problem:
+        print(f"crane-run: error: {problem}", file=sys.stderr)
+        return 1
+
+
+def console_main() -> None:
+    """The ``crane-run`` console script."""
+    try:
+        status = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Output piped into a pager or ``head`` that stopped reading: not an error.
+        sys.stderr.close()
+        status = 0
+    sys.exit(status)
