@@ -10,6 +10,7 @@ from crane.autodiff.config import TrainingConfig, TrainingConfigError, resolve_t
 from crane.autodiff.expand import (
     TRAINING_STEP_ATTR,
     AutodiffError,
+    attach_loss,
     backward_ops,
     expand_training_step,
     find_loss,
@@ -21,6 +22,7 @@ __all__ = [
     "AutodiffError",
     "TrainingConfig",
     "TrainingConfigError",
+    "attach_loss",
     "backward_ops",
     "expand_training_step",
     "find_loss",

@@ -51,7 +51,7 @@ def _section(attr: Attribute | None) -> tuple[str, str, dict[str, float | bool]]
 
 def resolve_training(section: Attribute | None, optimizer: str = "", loss: str = "",
                      overrides: Mapping[str, float | bool | None] | None = None,
-                     step: int = 1) -> TrainingConfig | None:
+                     step: int = 1, force: bool = False) -> TrainingConfig | None:
     """The training step described by ``section`` (a func's ``training`` attribute) with
     the given overrides; None when there is neither a section nor any override.
 
@@ -61,7 +61,7 @@ def resolve_training(section: Attribute | None, optimizer: str = "", loss: str =
     """
     given = {k: v for k, v in (overrides or {}).items() if v is not None}
     base_loss, base_optimizer, hyper = _section(section)
-    if section is None and not (given or optimizer or loss):
+    if section is None and not (given or optimizer or loss or force):
         return None
     name = optimizer or base_optimizer or "sgd"
     known = OPTIMIZERS.get(name)

@@ -14,11 +14,11 @@ from collections.abc import Sequence
 
 from crane.autodiff.config import TrainingConfig
 from crane.autodiff.rules import backward_step, differentiable_inputs, is_float_tensor
-from crane.dialects.graph import FuncOp, LayerOp, ReturnOp, WeightOp
+from crane.dialects.graph import LAYER_OPS, FuncOp, LayerOp, ReturnOp, WeightOp
 from crane.dialects.graph_grad import UPDATE_OPS, AccumulateOp, FillOp, GradOp, OptimizerStateOp
 from crane.ir.attributes import BoolAttr, DictAttr, FloatAttr, IntAttr, StringAttr, TypeAttr
 from crane.ir.core import Operation, Value
-from crane.ir.types import FunctionType, TensorType
+from crane.ir.types import FunctionType, ScalarType, TensorType
 
 TRAINING_STEP_ATTR = "training_step"
 """Function attribute set by the expansion: the optimizer and hyper-parameters used."""
@@ -172,13 +172,41 @@ def expand_training_step(func: FuncOp, config: TrainingConfig) -> int:
     return len(body)
 
 
-def _retype(func: FuncOp, outputs: Sequence[Value], config: TrainingConfig) -> None:
-    ftype = func.attributes["function_type"]
-    assert isinstance(ftype, TypeAttr) and isinstance(ftype.type, FunctionType)
-    func.attributes["function_type"] = TypeAttr(FunctionType(ftype.type.inputs, tuple(v.type for v in outputs)))
+def _retype(func: FuncOp, outputs: Sequence[Value], config: TrainingConfig | None = None) -> None:
+    inputs = tuple(a.type for a in func.body.args)
+    func.attributes["function_type"] = TypeAttr(FunctionType(inputs, tuple(v.type for v in outputs)))
+    if config is None:
+        return
     hyper = {k: BoolAttr(v) if isinstance(v, bool) else FloatAttr(float(v)) for k, v in config.hyper.items()}
     func.attributes[TRAINING_STEP_ATTR] = DictAttr.of({
         "optimizer": StringAttr(config.optimizer), "hyper": DictAttr.of(hyper), "step": IntAttr(config.step)})
+
+
+LOSS_TARGETS = ("mse", "cross_entropy")
+"""Loss kinds :func:`attach_loss` can add."""
+
+
+def attach_loss(func: FuncOp, kind: str) -> LayerOp:
+    """Add a ``kind`` loss on the function's first output against a new ``%target`` argument
+    (same shape for ``mse``; int32 class labels for ``cross_entropy``), named ``loss``.
+
+    For networks bundled without a training section. Raises :class:`AutodiffError`.
+    """
+    ops = list(func.body.ops)
+    terminator = ops[-1] if ops else None
+    if not isinstance(terminator, ReturnOp) or not terminator.operands or kind not in LOSS_TARGETS:
+        raise AutodiffError(f"cannot attach a '{kind}' loss (expected {' or '.join(LOSS_TARGETS)} "
+                            "and a function with an output)", func)
+    output = terminator.operands[0]
+    otype = output.type
+    assert isinstance(otype, TensorType)
+    ttype = otype if kind == "mse" else TensorType(otype.shape[:-1], ScalarType("i32"))
+    target = func.body.add_argument(ttype, "target")
+    loss = LAYER_OPS[kind].build([output, target], [], {}, TensorType((), otype.element), func.location)
+    loss.results[0].name_hint = "loss"
+    func.body.insert_before(terminator, loss)
+    _retype(func, terminator.operands)
+    return loss
 
 
 def is_training_step(func: FuncOp) -> bool:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from crane.autodiff import (
     AutodiffError,
     TrainingConfigError,
+    attach_loss,
     expand_training_step,
     is_training_step,
     resolve_training,
@@ -58,6 +59,9 @@ class Autodiff(Pass):
     """Nesterov momentum."""
     step: int = 1
     """Adam step count used for bias correction."""
+    attach_loss: str = ""
+    """mse or cross_entropy: first add that loss on the first output against a new
+    ``%target`` argument (for networks without a loss); implies training."""
 
     def run(self, op: Operation, ctx: PassContext) -> None:
         if not isinstance(op, FuncOp) or is_training_step(op):
@@ -66,7 +70,8 @@ class Autodiff(Pass):
         overrides = {"lr": self.lr, "momentum": self.momentum, "weight_decay": self.weight_decay,
                      "beta1": self.beta1, "beta2": self.beta2, "eps": self.eps, "nesterov": self.nesterov}
         try:
-            config = resolve_training(op.attributes.get("training"), self.optimizer, self.loss, overrides, self.step)
+            config = resolve_training(op.attributes.get("training"), self.optimizer, self.loss, overrides,
+                                      self.step, force=bool(self.attach_loss))
         except TrainingConfigError as problem:
             ctx.emit_error(op, str(problem))
             return
@@ -74,6 +79,8 @@ class Autodiff(Pass):
             ctx.mark_all_preserved()
             return
         try:
+            if self.attach_loss:
+                attach_loss(op, self.attach_loss)
             added = expand_training_step(op, config)
         except AutodiffError as problem:
             ctx.emit_error(problem.op, problem.message)
