@@ -60,7 +60,7 @@ class Autodiff(Pass):
     step: int = 1
     """Adam step count used for bias correction."""
     attach_loss: str = ""
-    """mse or cross_entropy: first add that loss on the first output against a new
+    """(``attach-loss``) mse or cross_entropy: first add that loss on the first output against a new
     ``%target`` argument (for networks without a loss); implies training."""
 
     def run(self, op: Operation, ctx: PassContext) -> None:
