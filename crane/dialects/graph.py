@@ -31,7 +31,14 @@ from crane.ir.attributes import (
 )
 from crane.ir.context import Dialect
 from crane.ir.core import Block, Operation, Region, Value, VerifyError
-from crane.ir.function_syntax import parse_function, print_function
+from crane.ir.function_syntax import (
+    parse_function,
+    parse_return,
+    print_function,
+    print_return,
+    verify_returned_types,
+    verify_signature,
+)
 from crane.ir.location import UNKNOWN, Location
 from crane.ir.opspec import Attr, Operand, OpSpec, Result
 from crane.ir.parser import Parser
@@ -228,11 +235,7 @@ class FuncOp(Operation):
         return self.regions[0].blocks[0]
 
     def verify_op(self) -> None:
-        ftype = getattr(self.attributes.get("function_type"), "type", None)
-        if not isinstance(ftype, FunctionType) or not self.regions[0].blocks:
-            raise VerifyError("requires a 'function_type' attribute and a body")
-        if tuple(a.type for a in self.body.args) != ftype.inputs:
-            raise VerifyError("entry block arguments do not match the function type")
+        verify_signature(self)
 
     def print_custom(self, p: Printer) -> None:
         print_function(p, self)
@@ -256,31 +259,14 @@ class ReturnOp(Operation):
         return op
 
     def verify_op(self) -> None:
-        func = self.parent_op
-        declared = getattr(None if func is None else func.attributes.get("function_type"), "type", None)
-        types = tuple(v.type for v in self._operands)
-        if isinstance(declared, FunctionType) and declared.results != types:
-            raise VerifyError(f"returns ({', '.join(map(str, types))}) but the network returns "
-                              f"({', '.join(map(str, declared.results)) or 'nothing'})")
+        verify_returned_types(self, "network")
 
     def print_custom(self, p: Printer) -> None:
-        if not self._operands:
-            return
-        p.write(" ")
-        p.print_operands(self._operands)
-        p.write(" : ")
-        p.print_types(v.type for v in self._operands)
+        print_return(p, self)
 
     @classmethod
     def parse_custom(cls, p: Parser) -> Operation:
-        refs = p.parse_operand_refs()
-        types: list[Type] = []
-        if refs:
-            p.parse_punct(":", "before the returned types")
-            types.append(p.parse_type())
-            while p.parse_optional_punct(","):
-                types.append(p.parse_type())
-        return cls.create(None, p.resolve_all(refs, types))
+        return parse_return(p, cls)
 
 
 GRAPH = Dialect(

@@ -14,7 +14,14 @@ from typing import ClassVar
 from crane.ir.attributes import EnumAttr, IntAttr
 from crane.ir.context import Dialect
 from crane.ir.core import Operation, Value, VerifyError
-from crane.ir.function_syntax import parse_function, print_function
+from crane.ir.function_syntax import (
+    parse_function,
+    parse_return,
+    print_function,
+    print_return,
+    verify_returned_types,
+    verify_signature,
+)
 from crane.ir.location import UNKNOWN, Location
 from crane.ir.opspec import Attr, Operand, OpSpec, Result
 from crane.ir.parser import Parser
@@ -31,7 +38,7 @@ from crane.ir.traits import (
     SingleBlock,
     Symbol,
 )
-from crane.ir.types import FunctionType, Type
+from crane.ir.types import Type
 
 
 class ConstantOp(Operation):
@@ -162,14 +169,7 @@ class FuncOp(Operation):
     traits = (Symbol(), IsolatedFromAbove(), SingleBlock())
 
     def verify_op(self) -> None:
-        ftype = self.attributes.get("function_type")
-        entry = self.regions[0].blocks[0] if self.regions[0].blocks else None
-        if ftype is None or entry is None:
-            raise VerifyError("requires a 'function_type' attribute and a body")
-        inputs = tuple(a.type for a in entry.args)
-        declared = getattr(ftype, "type", None)
-        if not isinstance(declared, FunctionType) or declared.inputs != inputs:
-            raise VerifyError("entry block arguments do not match the function type")
+        verify_signature(self)
 
     def print_custom(self, p: Printer) -> None:
         print_function(p, self)
@@ -187,33 +187,14 @@ class ReturnOp(Operation):
     traits = (IsTerminator(), HasParent(("test.func",)))
 
     def verify_op(self) -> None:
-        func = self.parent_op
-        ftype = None if func is None else func.attributes.get("function_type")
-        declared = getattr(ftype, "type", None)
-        types = tuple(v.type for v in self._operands)
-        if isinstance(declared, FunctionType) and declared.results != types:
-            shown = ", ".join(map(str, declared.results)) or "nothing"
-            raise VerifyError(f"returns ({', '.join(map(str, types))}) but the function "
-                              f"returns ({shown})")
+        verify_returned_types(self, "function")
 
     def print_custom(self, p: Printer) -> None:
-        if not self._operands:
-            return
-        p.write(" ")
-        p.print_operands(self._operands)
-        p.write(" : ")
-        p.print_types(v.type for v in self._operands)
+        print_return(p, self)
 
     @classmethod
     def parse_custom(cls, p: Parser) -> Operation:
-        refs = p.parse_operand_refs()
-        types: list[Type] = []
-        if refs:
-            p.parse_punct(":", "before the returned types")
-            types.append(p.parse_type())
-            while p.parse_optional_punct(","):
-                types.append(p.parse_type())
-        return cls.create(None, p.resolve_all(refs, types))
+        return parse_return(p, cls)
 
 
 TEST = Dialect(

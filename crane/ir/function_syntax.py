@@ -7,7 +7,7 @@ so every function prints and parses the same way.
 from __future__ import annotations
 
 from crane.ir.attributes import StringAttr, SymbolRefAttr, TypeAttr
-from crane.ir.core import Operation, Region
+from crane.ir.core import Operation, Region, VerifyError
 from crane.ir.parser import OperandRef, Parser
 from crane.ir.printer import Printer
 from crane.ir.types import FunctionType, Type
@@ -55,3 +55,44 @@ def parse_function(p: Parser, cls: type[Operation]) -> Operation:
     attrs = {"sym_name": StringAttr(name),
              "function_type": TypeAttr(FunctionType(tuple(t for _, t in args), results)), **attrs}
     return cls.create(None, (), (), attrs, [region])
+
+
+def verify_signature(op: Operation) -> None:
+    """A function op's ``function_type`` must match its entry block's arguments."""
+    ftype = getattr(op.attributes.get("function_type"), "type", None)
+    body = op.regions[0].blocks if op.regions else []
+    if not isinstance(ftype, FunctionType) or not body:
+        raise VerifyError("requires a 'function_type' attribute and a body")
+    if tuple(a.type for a in body[0].args) != ftype.inputs:
+        raise VerifyError("entry block arguments do not match the function type")
+
+
+def verify_returned_types(op: Operation, what: str = "function") -> None:
+    """A return op's operand types must be the enclosing function's result types."""
+    func = op.parent_op
+    declared = getattr(None if func is None else func.attributes.get("function_type"), "type", None)
+    types = tuple(v.type for v in op.operands)
+    if isinstance(declared, FunctionType) and declared.results != types:
+        shown = ", ".join(map(str, declared.results)) or "nothing"
+        raise VerifyError(f"returns ({', '.join(map(str, types))}) but the {what} returns ({shown})")
+
+
+def print_return(p: Printer, op: Operation) -> None:
+    """`` %a, %b : T, U`` (nothing for an empty return)."""
+    if not op.operands:
+        return
+    p.write(" ")
+    p.print_operands(op.operands)
+    p.write(" : ")
+    p.print_types(v.type for v in op.operands)
+
+
+def parse_return(p: Parser, cls: type[Operation]) -> Operation:
+    refs = p.parse_operand_refs()
+    types: list[Type] = []
+    if refs:
+        p.parse_punct(":", "before the returned types")
+        types.append(p.parse_type())
+        while p.parse_optional_punct(","):
+            types.append(p.parse_type())
+    return cls.create(None, p.resolve_all(refs, types))
