@@ -11,6 +11,7 @@ IN_TREE: dict[str, str] = {
     "builtin": "crane.dialects.builtin:BUILTIN",
     "graph": "crane.dialects.graph_grad:GRAPH_WITH_TRAINING",
     "hw": "crane.dialects.hw:HW",
+    "segment": "crane.dialects.segment:SEGMENT",
     "test": "crane.dialects.test:TEST",
 }
 """Dialect name -> ``module:attribute`` holding its :class:`Dialect`."""

@@ -20,6 +20,7 @@ IN_TREE_PASSES: dict[str, str] = {
     "strip-debuginfo": "crane.passes.generic.strip_debuginfo:StripDebugInfo",
     "print-op-stats": "crane.passes.generic.op_stats:PrintOpStats",
     "autodiff": "crane.passes.autodiff:Autodiff",
+    "segment": "crane.passes.segment:Segment",
     "print-training-stats": "crane.passes.training_stats:PrintTrainingStats",
 }
 

@@ -1,0 +1,261 @@
+"""The ``segment`` dialect: an inter-layer schedule of a network, as IR a user can edit.
+
+A ``segment.schedule`` names the ``graph.func`` it schedules and holds one
+``segment.block`` per block of the hierarchy, run one after another. A block covers a
+contiguous run of the workload's layers (``crane.schedule.from_graph``) and carries Crane's
+tables (``crane.schedule.tables``) flattened row-major, states by columns::
+
+    segment.schedule ({
+      segment.block {layers = ["conv1", "conv2"], subbatch = 1, subbatches = 3,
+                     shape = array<i64: 3, 2>, workloads = array<i64: 1, 2, 0>,
+                     sct = array<i64: 1, 0, 3, 2, 3, 3>, met_dram = array<i64: ...>,
+                     met_sram = array<i64: ...>, deps = array<i64: 0, 1>,
+                     tiles = array<i64: 16, 0, 8, 8, 0, 16>, fused = array<i64: 1, 0>,
+                     latency_cycles = 1.0e4, energy_pj = 2.0e6} : () -> ()
+    }) {func = @net, policy = "crane", objective = "edp", batch = 3} : () -> ()
+
+``deps`` lists (producer, consumer) column pairs; ``tiles[i][j]`` is how many tiles column
+j gets in state i (the split that runs most of the state's sub-batches; 0 when inactive);
+``fused[j]`` is 1 when column j's output stays in SRAM. The verifier re-checks every table
+constraint with ``crane.schedule.checks.check_tables`` and names the first violated one
+with its block, state and column (0-based).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from crane.dialects.hw import machine_of
+from crane.ir.attributes import (
+    ArrayAttr,
+    Attribute,
+    DenseIntsAttr,
+    FloatAttr,
+    IntAttr,
+    StringAttr,
+    SymbolRefAttr,
+)
+from crane.ir.context import Dialect
+from crane.ir.core import Block, Operation, Region, VerifyError
+from crane.ir.location import UNKNOWN, Location
+from crane.ir.opspec import Attr, OpSpec
+from crane.ir.traits import HasParent, NoTerminator, SingleBlock
+from crane.schedule.checks import Violation, check_tables
+from crane.schedule.tables import MeT, ScT, Tables, grid, is_active
+
+TILES_INACTIVE = "Tiles.inactive_column"
+TILES_MISSING = "Tiles.active_column"
+TILES_CAPACITY = "Tiles.capacity"
+
+_TABLES = ("workloads", "sct", "met_dram", "met_sram", "tiles")
+
+
+def _ints(op: Operation, name: str) -> tuple[int, ...]:
+    attr = op.attributes.get(name)
+    return tuple(attr) if isinstance(attr, DenseIntsAttr) else ()
+
+
+def _int(op: Operation, name: str) -> int:
+    attr = op.attributes.get(name)
+    return attr.value if isinstance(attr, IntAttr) else 0
+
+
+def _float(op: Operation, name: str) -> float:
+    attr = op.attributes.get(name)
+    return float(attr.value) if isinstance(attr, FloatAttr | IntAttr) else 0.0
+
+
+def _rows(flat: Sequence[int], columns: int) -> tuple[tuple[int, ...], ...]:
+    return grid([flat[k: k + columns] for k in range(0, len(flat), columns)])
+
+
+class BlockOp(Operation):
+    """``segment.block``: one block of the hierarchy with its ScT, MeT and tile split."""
+
+    __slots__ = ()
+    spec = OpSpec(
+        "segment.block",
+        attributes=(
+            Attr("layers", ArrayAttr, doc="names of the workload layers, one per column"),
+            Attr("subbatch", IntAttr, doc="samples per sub-batch"),
+            Attr("subbatches", IntAttr, doc="sub-batches every column processes (Q)"),
+            Attr("shape", DenseIntsAttr, doc="states, columns of the tables"),
+            Attr("workloads", DenseIntsAttr, doc="sub-batches processed in each state"),
+            Attr("sct", DenseIntsAttr, doc="ScT, states x columns, row-major"),
+            Attr("met_dram", DenseIntsAttr, doc="MeT DRAM lower bounds, states x columns"),
+            Attr("met_sram", DenseIntsAttr, doc="MeT SRAM lower bounds, states x columns"),
+            Attr("deps", DenseIntsAttr, doc="(producer, consumer) column pairs"),
+            Attr("tiles", DenseIntsAttr, doc="tiles of each column in each state"),
+            Attr("fused", DenseIntsAttr, doc="1 where a column's output stays in SRAM"),
+            Attr("latency_cycles", FloatAttr, optional=True),
+            Attr("energy_pj", FloatAttr, optional=True),
+        ),
+        summary="a block of layers scheduled with one ScT/MeT pair",
+    )
+    traits = (HasParent(("segment.schedule",)),)
+
+    @classmethod
+    def build(cls, layers: Sequence[str], subbatch: int, subbatches: int,
+              tables: Tables, tiles: Sequence[Sequence[int]], fused: Sequence[bool],
+              latency_cycles: float, energy_pj: float,
+              location: Location = UNKNOWN) -> BlockOp:
+        """A block op holding ``tables`` (row-major) and the per-state tile split."""
+        def flat(rows: Sequence[Sequence[int]]) -> DenseIntsAttr:
+            return DenseIntsAttr(tuple(int(v) for row in rows for v in row))
+
+        attrs: dict[str, Attribute] = {
+            "layers": ArrayAttr(tuple(StringAttr(n) for n in layers)),
+            "subbatch": IntAttr(subbatch), "subbatches": IntAttr(subbatches),
+            "shape": DenseIntsAttr((len(tables.sct.values), len(layers))),
+            "workloads": DenseIntsAttr(tables.sct.workloads),
+            "sct": flat(tables.sct.values), "met_dram": flat(tables.met.dram),
+            "met_sram": flat(tables.met.sram),
+            "deps": DenseIntsAttr(tuple(v for pair in tables.deps for v in pair)),
+            "tiles": flat(tiles), "fused": DenseIntsAttr(tuple(int(f) for f in fused)),
+            "latency_cycles": FloatAttr(float(latency_cycles)),
+            "energy_pj": FloatAttr(float(energy_pj)),
+        }
+        op = cls.create(None, (), (), attrs, (), location)
+        assert isinstance(op, BlockOp)
+        return op
+
+    @property
+    def layer_names(self) -> tuple[str, ...]:
+        attr = self.attributes.get("layers")
+        items = tuple(attr) if isinstance(attr, ArrayAttr) else ()
+        return tuple(a.value if isinstance(a, StringAttr) else str(a) for a in items)
+
+    @property
+    def label(self) -> str:
+        names = self.layer_names
+        return f"{names[0]}..{names[-1]}" if len(names) > 1 else (names[0] if names else "")
+
+    @property
+    def latency_cycles(self) -> float:
+        return _float(self, "latency_cycles")
+
+    @property
+    def energy_pj(self) -> float:
+        return _float(self, "energy_pj")
+
+    def tables(self) -> Tables:
+        """The block's tables as ``crane.schedule.tables`` objects (after ``verify_layout``)."""
+        n = len(self.layer_names)
+        flat = _ints(self, "deps")
+        deps = tuple((flat[k], flat[k + 1]) for k in range(0, len(flat) - 1, 2))
+        sct = ScT(_ints(self, "workloads"), _rows(_ints(self, "sct"), n))
+        met = MeT(_rows(_ints(self, "met_dram"), n), _rows(_ints(self, "met_sram"), n))
+        return Tables(sct, met, deps, (_int(self, "subbatches"),) * n)
+
+    def tile_split(self) -> tuple[tuple[int, ...], ...]:
+        return _rows(_ints(self, "tiles"), len(self.layer_names))
+
+    def verify_layout(self) -> None:
+        """Sizes of the flattened tables, the dependency pairs and the batch split."""
+        n = len(self.layer_names)
+        shape = _ints(self, "shape")
+        if n == 0 or len(shape) != 2 or shape[1] != n:
+            raise VerifyError(f"'shape' must be [states, {n}] for {n} layers, got {list(shape)}")
+        states = shape[0]
+        for name in _TABLES[1:]:
+            if len(_ints(self, name)) != states * n:
+                raise VerifyError(f"'{name}' must hold {states} x {n} values, "
+                                  f"got {len(_ints(self, name))}")
+        if len(_ints(self, "fused")) != n:
+            raise VerifyError(f"'fused' must hold {n} flags")
+        deps = _ints(self, "deps")
+        if len(deps) % 2 or any(not 0 <= d < n for d in deps):
+            raise VerifyError(f"'deps' must be (producer, consumer) pairs of columns 0..{n - 1}")
+        if _int(self, "subbatch") <= 0 or _int(self, "subbatches") <= 0:
+            raise VerifyError("'subbatch' and 'subbatches' must be positive")
+        batch = _int(self.parent_op, "batch") if self.parent_op is not None else 0
+        if batch and _int(self, "subbatch") * _int(self, "subbatches") != batch:
+            raise VerifyError(f"{_int(self, 'subbatches')} sub-batches of "
+                              f"{_int(self, 'subbatch')} do not make the batch of {batch}")
+
+    def tile_violations(self) -> list[Violation]:
+        """Tiles given to inactive columns, missing for active ones, or beyond the machine."""
+        n, found = len(self.layer_names), []
+        workloads = _ints(self, "workloads")
+        module = self.parent_op.parent_op if self.parent_op is not None else None
+        machine = machine_of(module) if module is not None else None
+        for i, row in enumerate(self.tile_split()):
+            busy = i < len(workloads) and workloads[i] > 0
+            found += [Violation(TILES_INACTIVE, self.label, i, j, f"{t} tiles but inactive")
+                      for j, t in enumerate(row) if t and not is_active(n, i, j)]
+            found += [Violation(TILES_MISSING, self.label, i, j, "active with no tiles")
+                      for j, t in enumerate(row) if busy and not t and is_active(n, i, j)]
+            if machine is not None and sum(row) > machine.tiles:
+                found.append(Violation(TILES_CAPACITY, self.label, i, None,
+                                       f"{sum(row)} tiles > {machine.tiles} on the machine"))
+        return found
+
+    def verify_op(self) -> None:
+        self.verify_layout()
+        found = [*check_tables(self.tables(), self.label), *self.tile_violations()]
+        if not found:
+            return
+        first = found[0]
+        where = "".join(f", {k} {v}" for k, v in (("state", first.state), ("column", first.column))
+                        if v is not None)
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise VerifyError(f"violates {first.constraint} in block '{first.block}'{where}: "
+                          f"{first.message}{more}")
+
+
+class ScheduleOp(Operation):
+    """``segment.schedule``: the blocks of one network's schedule, in execution order."""
+
+    __slots__ = ()
+    spec = OpSpec(
+        "segment.schedule",
+        attributes=(
+            Attr("func", SymbolRefAttr, doc="the graph.func this schedules"),
+            Attr("policy", StringAttr), Attr("objective", StringAttr),
+            Attr("batch", IntAttr, doc="samples per step"),
+            Attr("latency_cycles", FloatAttr, optional=True),
+            Attr("energy_pj", FloatAttr, optional=True),
+        ),
+        regions=1,
+        summary="an inter-layer schedule of a graph.func: blocks run one after another",
+    )
+    traits = (NoTerminator(), SingleBlock())
+
+    @classmethod
+    def build(cls, func: str, policy: str, objective: str, batch: int,
+              blocks: Sequence[BlockOp], latency_cycles: float, energy_pj: float,
+              location: Location = UNKNOWN) -> ScheduleOp:
+        body = Block(())
+        for block in blocks:
+            body.append(block)
+        attrs: dict[str, Attribute] = {
+            "func": SymbolRefAttr(func), "policy": StringAttr(policy),
+            "objective": StringAttr(objective), "batch": IntAttr(batch),
+            "latency_cycles": FloatAttr(float(latency_cycles)),
+            "energy_pj": FloatAttr(float(energy_pj)),
+        }
+        op = cls.create(None, (), (), attrs, [Region([body])], location)
+        assert isinstance(op, ScheduleOp)
+        return op
+
+    @property
+    def func_name(self) -> str:
+        attr = self.attributes.get("func")
+        return attr.root if isinstance(attr, SymbolRefAttr) else ""
+
+    @property
+    def blocks(self) -> tuple[BlockOp, ...]:
+        body = self.regions[0].blocks
+        return tuple(op for op in body[0].ops if isinstance(op, BlockOp)) if body else ()
+
+    def verify_op(self) -> None:
+        if _int(self, "batch") <= 0:
+            raise VerifyError(f"'batch' must be positive, got {_int(self, 'batch')}")
+        body = self.regions[0].blocks
+        strangers = [op.name for op in body[0].ops if not isinstance(op, BlockOp)] if body else []
+        if strangers:
+            raise VerifyError(f"may hold only segment.block ops, found '{strangers[0]}'")
+
+
+SEGMENT = Dialect("segment", (ScheduleOp, BlockOp),
+                  summary="inter-layer schedules: blocks, ScT/MeT tables and tile splits")
