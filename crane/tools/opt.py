@@ -63,6 +63,8 @@ def build_arg_parser() -> argparse.ArgumentParser:
     add("--input-format", choices=("ir", "crn"), help="override the format guessed from the suffix")
     add("--load-pass-plugin", action="append", default=[], metavar="FILE.py",
         help="load passes and dialects from a Python file (repeatable)")
+    add("--cost-report", metavar="FILE",
+        help="write the schedule's cost (from the segment pass) as JSON; '-' prints a table to stderr")
     add("--crash-reproducer", metavar="FILE",
         help="on an internal error, write the input and pipeline here")
     add("--debug", action="store_true", help="show Python tracebacks for internal errors")

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
 from pathlib import Path
 
 from crane.dialects import default_context
+from crane.dialects.builtin import ModuleOp
 from crane.ir.diagnostics import DiagnosticEngine, render
 from crane.passes.manager import format_statistics, format_timing
 from crane.passes.pipeline import OpPipeline, build_pipeline, format_built
@@ -133,8 +135,25 @@ class Invocation:
             self._report_pass_info(session, result)
         if failed:
             return EXIT_DIAGNOSTICS
+        if self.args.cost_report is not None and not self._cost_report(session.last_module):
+            return EXIT_DIAGNOSTICS
         self._write_output(join_outputs(outputs) if chunks else "".join(outputs))
         return EXIT_OK
+
+    def _cost_report(self, module: ModuleOp | None) -> bool:
+        """``--cost-report``: JSON to a file (atomically), or a table to stderr for '-'."""
+        from crane.cost.report import cost_report_of, format_cost_table
+
+        report = None if module is None else cost_report_of(module)
+        if report is None:
+            print("crane-opt: error: --cost-report needs a scheduled module: add the 'segment' "
+                  "pass to the pipeline", file=sys.stderr)
+            return False
+        if self.args.cost_report == "-":
+            print(format_cost_table(report), file=sys.stderr)
+            return True
+        self._write_atomically(self.args.cost_report, json.dumps(report, indent=2) + "\n")
+        return True
 
     def _report(self, result: ChunkResult, raw: str, first_line: int, filename: str) -> bool:
         """Print or check the chunk's diagnostics; True if the run counts as failed."""
@@ -161,9 +180,16 @@ class Invocation:
         if target is None or target == "-":
             sys.stdout.write(text)
             return
+        self._write_atomically(target, text)
+
+    @staticmethod
+    def _write_atomically(target: str, text: str) -> None:
         directory = os.path.dirname(os.path.abspath(target))
         # Write beside the target and rename, so a failure never leaves a partial file.
-        fd, temp = tempfile.mkstemp(dir=directory, prefix=".crane-opt-", suffix=".tmp")
+        try:
+            fd, temp = tempfile.mkstemp(dir=directory, prefix=".crane-opt-", suffix=".tmp")
+        except OSError as exc:
+            raise UsageError(f"cannot write '{target}': {exc.strerror}") from exc
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(text)

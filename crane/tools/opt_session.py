@@ -43,6 +43,8 @@ class OptSession:
     input_format: str = "ir"
     instrumentations: list[Instrumentation] = field(default_factory=list)
     managers: list[PassManager] = field(default_factory=list)
+    last_module: ModuleOp | None = None
+    """The module of the last chunk that succeeded."""
 
     def run_chunk(self, text: str, filename: str) -> ChunkResult:
         engine = DiagnosticEngine()
@@ -63,6 +65,7 @@ class OptSession:
             return ChunkResult(None, engine.diagnostics, ctx)
         if engine.error_count:
             return ChunkResult(None, engine.diagnostics, ctx)
+        self.last_module = module
         return ChunkResult(print_op(module, generic=self.generic, debuginfo=self.debuginfo),
                            engine.diagnostics, ctx)
 
