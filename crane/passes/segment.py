@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from dataclasses import dataclass
+from functools import cache
 from typing import Literal
 
 from crane.cost.report import COST_ATTR, cost_attribute
@@ -22,6 +25,28 @@ from crane.schedule.options import state_options
 from crane.schedule.policies import schedule
 from crane.schedule.search import BlockChoice, Schedule
 from crane.schedule.workload import Workload
+
+
+@cache
+def quiet_solver_banner() -> None:
+    """Print HiGHS's once-per-process banner to /dev/null instead of stdout.
+
+    highspy writes it from C++ when the first ``Highs`` object is made, before any option
+    can silence it, and it would land in the middle of ``crane-opt``'s IR output.
+    """
+    try:
+        import highspy
+    except ImportError:
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as sink:
+            os.dup2(sink.fileno(), 1)
+            highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def tile_split(plan: Plan, machine: Machine) -> tuple[tuple[int, ...], ...]:
@@ -135,6 +160,7 @@ class Segment(Pass):
         name_attr = func.attributes.get("sym_name")
         name = name_attr.value if isinstance(name_attr, StringAttr) else ""
         batch = self.batch or graph_batch(func)
+        quiet_solver_banner()
         began = time.perf_counter()
         try:
             workload = workload_of(func, machine.data_bytes)
