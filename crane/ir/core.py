@@ -164,7 +164,10 @@ class Operation:
         op._operands = list(operands)
         for i, value in enumerate(op._operands):
             value.uses.append(Use(op, i))
-        op.results = tuple(OpResult(t, op, i) for i, t in enumerate(result_types))
+        if len(result_types) == 1:  # the common case, without a generator
+            op.results = (OpResult(result_types[0], op, 0),)
+        else:
+            op.results = tuple(OpResult(t, op, i) for i, t in enumerate(result_types))
         op.attributes = attributes if attributes is not None else {}
         op.regions = tuple(regions)
         for region in op.regions:

@@ -12,6 +12,7 @@ import gc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from crane.ir.attribute_parser import AttributeParser
 from crane.ir.context import Context
@@ -24,9 +25,12 @@ from crane.ir.types import Type
 __all__ = ["OperandRef", "ParseError", "Parser", "parse_ops"]
 
 
-@dataclass(frozen=True, slots=True)
-class OperandRef:
-    """A use of an SSA name, resolved to a value once its type is known."""
+class OperandRef(NamedTuple):
+    """A use of an SSA name, resolved to a value once its type is known.
+
+    A named tuple rather than a dataclass: the parser makes one per operand, and tuples
+    are the cheapest immutable records to build.
+    """
 
     name: str
     offset: int
@@ -52,8 +56,10 @@ class Parser(AttributeParser):
 
     def __init__(self, context: Context, source: SourceText) -> None:
         super().__init__(context, source)
-        self._scopes: list[_Scope] = [_Scope(isolated=True)]
-        self._type_cache: dict[str, Type] = {}
+        root = _Scope(isolated=True)
+        self._scopes: list[_Scope] = [root]
+        self._isolated: list[_Scope] = [root]
+        """The isolated scopes among ``_scopes``: where forward references wait."""
 
     # ----- values
 
@@ -107,10 +113,7 @@ class Parser(AttributeParser):
         return value
 
     def _isolated_scope(self) -> _Scope:
-        for scope in reversed(self._scopes):
-            if scope.isolated:
-                return scope
-        return self._scopes[0]
+        return self._isolated[-1]
 
     def define(self, name: str, value: Value, offset: int) -> None:
         """Bind an SSA name to a value, resolving earlier forward uses."""
@@ -134,12 +137,16 @@ class Parser(AttributeParser):
         pending.placeholder.replace_all_uses_with(value)
 
     def _push_scope(self, isolated: bool) -> None:
-        self._scopes.append(_Scope(isolated))
+        scope = _Scope(isolated)
+        self._scopes.append(scope)
+        if isolated:
+            self._isolated.append(scope)
 
     def _pop_scope(self) -> None:
         scope = self._scopes.pop()
         if not scope.isolated:
             return
+        self._isolated.pop()
         for name, pending in scope.forward.items():
             raise ParseError(f"use of undefined value '{name}'", pending.offset, len(name))
 
