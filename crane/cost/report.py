@@ -59,9 +59,10 @@ def cost_report_of(module: Operation) -> dict[str, float | int] | None:
 
 
 def _number(value: float) -> str:
-    if isinstance(value, int) or float(value).is_integer() and abs(value) < 1e15:
-        return f"{int(value):,}"
-    return f"{value:,.4g}" if abs(value) >= 1e6 or abs(value) < 1e-2 else f"{value:,.3f}"
+    """Integers with thousands separators, large floats in scientific notation."""
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:.4e}" if abs(value) >= 1e6 else f"{value:,.3f}"
 
 
 def format_cost_table(report: Mapping[str, float | int]) -> str:
