@@ -255,6 +255,11 @@ class ScheduleOp(Operation):
         strangers = [op.name for op in body[0].ops if not isinstance(op, BlockOp)] if body else []
         if strangers:
             raise VerifyError(f"may hold only segment.block ops, found '{strangers[0]}'")
+        seen: set[str] = set()
+        for name in (n for block in self.blocks for n in block.layer_names):
+            if name in seen:
+                raise VerifyError(f"layer '{name}' is scheduled by more than one block")
+            seen.add(name)
 
 
 SEGMENT = Dialect("segment", (ScheduleOp, BlockOp),

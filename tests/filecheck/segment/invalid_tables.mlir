@@ -75,3 +75,11 @@ builtin.module attributes {crane.machine = @edge} {
     segment.block {layers = ["a", "b"], subbatch = 1, subbatches = 3, shape = array<i64: 3, 2>, workloads = array<i64: 1, 2, 1>, sct = array<i64: 1, 0, 3, 2, 3, 3>, met_dram = array<i64: 1, 0, 3, 0, 3, 0>, met_sram = array<i64: 0, 0, 2, 2, 3, 3>, deps = array<i64: 0, 1>, tiles = array<i64: 16, 0, 10, 10, 0, 16>, fused = array<i64: 1, 0>} : () -> ()
   }) {func = @net, policy = "crane", objective = "edp", batch = 3} : () -> ()
 }
+
+// -----
+
+// expected-error@+1 {{'segment.schedule' op layer 'b' is scheduled by more than one block}}
+segment.schedule ({
+  segment.block {layers = ["a", "b"], subbatch = 1, subbatches = 3, shape = array<i64: 3, 2>, workloads = array<i64: 1, 2, 1>, sct = array<i64: 1, 0, 3, 2, 3, 3>, met_dram = array<i64: 1, 0, 3, 0, 3, 0>, met_sram = array<i64: 0, 0, 2, 2, 3, 3>, deps = array<i64: 0, 1>, tiles = array<i64: 16, 0, 8, 8, 0, 16>, fused = array<i64: 1, 0>} : () -> ()
+  segment.block {layers = ["b"], subbatch = 3, subbatches = 1, shape = array<i64: 1, 1>, workloads = array<i64: 1>, sct = array<i64: 1>, met_dram = array<i64: 1>, met_sram = array<i64: 0>, deps = array<i64>, tiles = array<i64: 16>, fused = array<i64: 0>} : () -> ()
+}) {func = @net, policy = "crane", objective = "edp", batch = 3} : () -> ()
