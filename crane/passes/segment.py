@@ -83,9 +83,9 @@ def cost_summary(found: Schedule, workload: Workload, machine: Machine,
                  seconds: float) -> dict[str, float]:
     """The figures of the ``crane.cost`` module attribute for one schedule.
 
-    ``peak_sram_bytes`` is per tile: the worst state's on-chip activations spread over the
-    tiles plus the weight share each tile reserves; ``peak_dram_bytes`` is the weights plus
-    the worst state's spilled activations.
+    ``peak_sram_bytes`` is per tile: the worst state boundary's on-chip activations spread
+    evenly over the tiles (resident weights excluded: they have their own SRAM share);
+    ``peak_dram_bytes`` is the weights plus the worst state's spilled activations.
     """
     cost = found.cost
     return {
