@@ -14,8 +14,8 @@ from training_testing import StepCheck, load_func, sgd_step
 
 from crane.dialects.graph import LayerOp
 from crane.dialects.graph_grad import GradOp
+from crane.dialects.layers.kinds import LAYER_KINDS
 from crane.exec.interpreter import run_function
-from crane.frontend.layer_kinds import LAYER_KINDS
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

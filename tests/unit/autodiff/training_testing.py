@@ -8,6 +8,7 @@ statistics). A check passes when ``|analytic - fd| <= rtol * max(|fd|, floor)``.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -99,10 +100,17 @@ class StepCheck:
 
     step: FuncOp
     seed: int = 0
-    h: float = 1e-5
+    steps: tuple[float, ...] = (1e-5, 1e-6, 1e-7)
+    """Finite-difference steps tried in turn: a probe passes if one of them agrees. Relu
+    networks with batchnorm move every pre-activation, and a step of 1e-5 crosses about one
+    kink per probe in the tiny ResNet (131k activations); smaller steps rarely do."""
     rtol: float = 1e-6
     floor: float = 1e-4
     samples: int = 4
+    directions: bool = True
+    """Also probe along a random direction of the whole tensor. Off for the tiny ResNet:
+    moving every weight at once moves all 131k batch-normalised relu inputs, and the kinks
+    crossed keep central differences about 1e-4 off at every step size."""
 
     def __post_init__(self) -> None:
         self.loss_func = loss_only(self.step)
@@ -118,14 +126,17 @@ class StepCheck:
         out = run_function(self.loss_func, self.inputs, weights=weights, dtype="f64", seed=self.seed)
         return float(out["loss"])
 
-    def directional(self, name: str, direction: Array) -> tuple[float, float]:
-        numeric = (self.loss(name, self.h * direction) - self.loss(name, -self.h * direction)) / (2 * self.h)
+    def directional(self, name: str, direction: Array, h: float) -> tuple[float, float]:
+        numeric = (self.loss(name, h * direction) - self.loss(name, -h * direction)) / (2 * h)
         return float(np.sum(self.grads[name] * direction)), numeric
+
+    def agrees(self, analytic: float, numeric: float) -> bool:
+        return abs(analytic - numeric) <= self.rtol * max(abs(numeric), self.floor)
 
     def probes(self, name: str) -> list[tuple[str, Array]]:
         shape = self.weights[name].shape
-        rng = np.random.default_rng(abs(hash(name)) % (2**32))
-        probes = [("random direction", rng.standard_normal(shape))]
+        rng = np.random.default_rng(zlib.crc32(name.encode()))
+        probes = [("random direction", rng.standard_normal(shape))] if self.directions else []
         for _ in range(min(self.samples, int(np.prod(shape)))):
             index = tuple(int(rng.integers(0, s)) for s in shape)
             unit = np.zeros(shape)
@@ -133,14 +144,20 @@ class StepCheck:
             probes.append((f"element {index}", unit))
         return probes
 
+    def _probe(self, name: str, probe: str, direction: Array) -> list[Mismatch]:
+        analytic, numeric = 0.0, 0.0
+        for h in self.steps:
+            analytic, numeric = self.directional(name, direction, h)
+            if self.agrees(analytic, numeric):
+                return []
+        return [Mismatch(name, probe, analytic, numeric)]
+
     def mismatches(self, names: list[str] | None = None) -> list[Mismatch]:
         """Every probe of every weight (or of ``names``) outside tolerance."""
         found: list[Mismatch] = []
         for name in names or sorted(self.weights):
             for probe, direction in self.probes(name):
-                analytic, numeric = self.directional(name, direction)
-                if abs(analytic - numeric) > self.rtol * max(abs(numeric), self.floor):
-                    found.append(Mismatch(name, probe, analytic, numeric))
+                found.extend(self._probe(name, probe, direction))
         return found
 
 
