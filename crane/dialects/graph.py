@@ -1,6 +1,6 @@
 """The ``graph`` dialect: a network as one function, one op per layer.
 
-Layer ops mirror :data:`crane.frontend.layer_kinds.LAYER_KINDS` one to one: ``graph.<kind>``
+Layer ops mirror :data:`crane.dialects.layers.kinds.LAYER_KINDS` one to one: ``graph.<kind>``
 takes its tensor inputs then its weights as operands, carries the kind's parameters as
 attributes (resolved: padding is ``(top, bottom, left, right)``), and its verifier reruns
 the kind's shape rule. Weights are explicit values made by ``graph.weight``.
@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from crane.frontend.layer_kinds import LAYER_KINDS, LayerKind, ParamType
-from crane.frontend.layer_rules import ShapeError, fmt
-from crane.frontend.model import AttrValue, Shape
+from crane.dialects.layers.kinds import LAYER_KINDS, LayerKind, ParamType
+from crane.dialects.layers.rules import ShapeError, fmt
+from crane.dialects.layers.values import AttrValue, Shape
 from crane.ir.attributes import (
     Attribute,
     BoolAttr,

@@ -1,14 +1,14 @@
 """Counting the work and the memory of a network: MACs, FLOPs, parameters, activations.
 
 Per layer and in total; :func:`render_table` prints them as an aligned text table. The
-conventions for FLOPs are those of :mod:`crane.frontend.layer_costs`.
+conventions for FLOPs are those of :mod:`crane.dialects.layers.costs`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from crane.frontend.layer_kinds import LAYER_KINDS
+from crane.dialects.layers.kinds import LAYER_KINDS
 from crane.frontend.model import DTYPE_BYTES, Layer, Network, numel
 
 

@@ -7,7 +7,6 @@ the frontend, so a driver can print ``errors.render()`` and exit, never a traceb
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -64,12 +63,6 @@ class CrnErrors(Exception):
     @property
     def first(self) -> CrnError:
         return self.errors[0]
-
-
-def did_you_mean(word: str, candidates: Iterable[str]) -> str:
-    """`` (did you mean 'x'?)`` for the closest candidate, or an empty string."""
-    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
-    return f"; did you mean '{close[0]}'?" if close else ""
 
 
 def _snippet(line_text: str, col: int, width: int) -> list[str]:

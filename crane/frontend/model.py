@@ -9,22 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from crane.dialects.layers.values import DTYPE_BYTES, INTEGER_DTYPES, AttrValue, Shape, numel
 from crane.hardware.machine import Machine
 
-Shape = tuple[int, ...]
-AttrValue = int | float | str | bool | tuple[int, ...]
-
-DTYPE_BYTES: Mapping[str, int] = {
-    "f32": 4,
-    "bf16": 2,
-    "f16": 2,
-    "int8": 1,
-    "int32": 4,
-    "int64": 8,
-}
-"""Element widths of the dtypes a `.crn` file may name."""
-
-INTEGER_DTYPES = frozenset({"int8", "int32", "int64"})
+__all__ = ["DTYPE_BYTES", "INTEGER_DTYPES", "AttrValue", "Shape", "numel"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +54,7 @@ class WeightDecl:
 class Layer:
     """One operation of the network, with its attributes resolved and its shape inferred.
 
-    ``kind`` is a name from :data:`crane.frontend.layer_kinds.LAYER_KINDS`; ``inputs`` name
+    ``kind`` is a name from :data:`crane.dialects.layers.kinds.LAYER_KINDS`; ``inputs`` name
     earlier layers or network inputs.
     """
 
@@ -125,10 +113,3 @@ class Network:
                 return decl.shape
         return self.layer(name).out_shape
 
-
-def numel(shape: Shape) -> int:
-    """Number of elements of a tensor of this shape (1 for a scalar)."""
-    count = 1
-    for dim in shape:
-        count *= dim
-    return count

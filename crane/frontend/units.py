@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
-from crane.frontend.errors import did_you_mean
+from crane.dialects.layers.values import did_you_mean
 
 Dim = tuple[int, int, int]
 

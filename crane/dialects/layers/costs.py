@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from crane.frontend.layer_rules import Attrs, get_int
-from crane.frontend.model import Shape, numel
+from crane.dialects.layers.rules import Attrs, get_int
+from crane.dialects.layers.values import Shape, numel
 
 CostRule = Callable[[tuple[Shape, ...], Shape, Attrs], int]
 

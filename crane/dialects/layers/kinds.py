@@ -13,10 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-from crane.frontend import layer_costs as cost
-from crane.frontend import layer_rules as rule
-from crane.frontend.errors import did_you_mean
-from crane.frontend.model import DTYPE_BYTES, AttrValue
+from crane.dialects.layers import costs as cost
+from crane.dialects.layers import rules as rule
+from crane.dialects.layers.values import DTYPE_BYTES, AttrValue, did_you_mean
 
 ParamValue = int | float | bool | str | tuple[object, ...]
 

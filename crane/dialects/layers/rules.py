@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from crane.frontend.model import AttrValue, Shape, numel
+from crane.dialects.layers.values import AttrValue, Shape, numel
 
 Attrs = Mapping[str, AttrValue]
 Resolved = tuple[Shape, dict[str, AttrValue]]

@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from crane.dialects.layers.values import did_you_mean
 from crane.frontend.crn import ast
 from crane.frontend.crn.context import BlockInfo, Ctx, Frame, Poisoned, TooLarge
 from crane.frontend.crn.evaluate import describe, eval_expr, eval_int
@@ -19,7 +20,7 @@ from crane.frontend.crn.scope import POISON, Scope, Tensor
 from crane.frontend.crn.statements import exec_body
 from crane.frontend.crn.syntax import parse_module
 from crane.frontend.crn.syntax_errors import SyntaxProblem
-from crane.frontend.errors import CrnError, CrnErrors, did_you_mean
+from crane.frontend.errors import CrnError, CrnErrors
 from crane.frontend.model import Network, Optimizer, Training
 from crane.frontend.optimizers import OPTIMIZERS
 from crane.hardware.machine import Machine, builtin_machines

@@ -7,12 +7,13 @@ block is delegated to :mod:`crane.frontend.crn.statements`, which runs its body.
 
 from __future__ import annotations
 
+from crane.dialects.layers.kinds import DEFAULT_ATTRS, LAYER_KINDS, LayerKind, ParamError, coerce
+from crane.dialects.layers.rules import ShapeError
+from crane.dialects.layers.values import did_you_mean
 from crane.frontend.crn import ast
 from crane.frontend.crn.context import Ctx, Frame, Poisoned
 from crane.frontend.crn.scope import POISON, Symbol, Tensor, Value
-from crane.frontend.errors import CrnError, did_you_mean
-from crane.frontend.layer_kinds import DEFAULT_ATTRS, LAYER_KINDS, LayerKind, ParamError, coerce
-from crane.frontend.layer_rules import ShapeError
+from crane.frontend.errors import CrnError
 from crane.frontend.model import INTEGER_DTYPES, AttrValue, Layer, WeightDecl
 
 Number = int | float

@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
+from crane.dialects.layers.values import did_you_mean
 from crane.frontend import units
 from crane.frontend.crn import ast
 from crane.frontend.crn.context import Ctx, Frame
 from crane.frontend.crn.evaluate import eval_int, eval_number
-from crane.frontend.errors import did_you_mean
 from crane.hardware.machine import DramPort, Machine
 
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 
+from crane.dialects.layers.values import did_you_mean
 from crane.frontend.crn import ast
 from crane.frontend.crn.context import MAX_DEPTH, MAX_REPEAT, BlockInfo, Ctx, Frame, Poisoned
 from crane.frontend.crn.evaluate import describe, eval_expr, eval_int, eval_loose
 from crane.frontend.crn.scope import POISON, Scope, Tensor, Value
-from crane.frontend.errors import CrnError, did_you_mean
+from crane.frontend.errors import CrnError
 from crane.frontend.model import DTYPE_BYTES, InputDecl
 
 NETWORK_ONLY = (ast.InputStmt, ast.OutputStmt, ast.UseMachine, ast.BatchStmt, ast.TrainStmt)

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from crn_testing import net
 
+from crane.dialects.layers.kinds import LAYER_KINDS
 from crane.frontend.accounting import network_stats, render_table
 from crane.frontend.crn import load_crn, parse_crn
-from crane.frontend.layer_kinds import LAYER_KINDS
 from crane.hardware import builtin_machines
 
 IMG = "  input x: f32[batch, 3, 8, 8];\n"

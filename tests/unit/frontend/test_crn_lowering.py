@@ -10,9 +10,9 @@ import pytest
 from crane.dialects import default_context
 from crane.dialects.graph import LAYER_OPS, FuncOp, LayerOp, WeightOp
 from crane.dialects.hw import machine_of
+from crane.dialects.layers.kinds import LAYER_KINDS
 from crane.frontend.accounting import network_stats
 from crane.frontend.crn import load_crn, parse_crn
-from crane.frontend.layer_kinds import LAYER_KINDS
 from crane.frontend.lower import lower_network
 from crane.frontend.translate import crn_to_module
 from crane.ir.attributes import IntAttr
