@@ -27,8 +27,8 @@ from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from crane.dialects.graph import _ATTR_CLASS, GRAPH, LayerOp, from_attribute, to_attribute
-from crane.frontend.layer_kinds import LAYER_KINDS, LayerKind
-from crane.frontend.model import AttrValue, Shape
+from crane.dialects.layers.kinds import LAYER_KINDS, LayerKind
+from crane.dialects.layers.values import AttrValue, Shape
 from crane.ir.attributes import Attribute, BoolAttr, DenseIntsAttr, FloatAttr, IntAttr, StringAttr
 from crane.ir.context import Dialect
 from crane.ir.core import Operation, Value, VerifyError

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from crane.dialects.layers.values import AttrValue
 from crane.exec import kernels as K
-from crane.frontend.model import AttrValue
 
 Array = np.ndarray
 

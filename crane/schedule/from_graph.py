@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from crane.dialects.graph import LayerOp, WeightOp
-from crane.frontend.model import numel
+from crane.dialects.layers.values import numel
 from crane.ir.attributes import IntAttr, StringAttr
 from crane.ir.core import Operation, Value
 from crane.ir.types import TensorType
