@@ -8,6 +8,7 @@ Networks without a training section get a cross-entropy loss on their output
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -47,3 +48,15 @@ def test_training_step_verifies_and_backward_is_twice_forward(network: str) -> N
     # Weights off the path to the loss (e.g. a second output head) get no gradient.
     assert 0 < stats["gradient_bytes"] <= stats["weight_bytes"]
     assert stats["activation_bytes"] > 0
+
+
+def test_autodiff_on_opt_6_7b_is_fast() -> None:
+    """Acceptance (e) in the suite: the expansion itself (bench/autodiff.py reports it too)."""
+    path = EXAMPLES / "opt_6_7b.crn"
+    func = load_func(path.read_text(), str(path))
+    start = time.perf_counter()
+    attach_loss(func, "cross_entropy")
+    config = resolve_training(None, "adam", "", {"lr": 1e-4})
+    assert config is not None
+    expand_training_step(func, config)
+    assert time.perf_counter() - start < 2.0
