@@ -131,3 +131,17 @@ def test_resolve_training_defaults_and_errors() -> None:
     assert config is not None and config.hyper["lr"] == 0.01 and config.hyper["momentum"] == 0.9
     with pytest.raises(TrainingConfigError, match="learning rate must be positive"):
         resolve_training(None, "sgd", "", {"lr": -1.0})
+
+
+def test_printed_training_step_runs_like_the_built_one(tmp_path: Path) -> None:
+    """The training IR printed by crane-opt (dropout keys included) runs to the same step."""
+    path = str(EXAMPLES / "tiny_transformer.crn")
+    printed = _opt(path, "-p", "autodiff{optimizer=sgd lr=0.1}")
+    assert printed.returncode == 0, printed.stderr
+    ir = tmp_path / "step.mlir"
+    ir.write_text(printed.stdout)
+    assert crane_run([str(ir), "--dtype", "f64", "--save", str(tmp_path / "a")]) == 0
+    assert crane_run([path, "--train", "--optimizer", "sgd", "--lr", "0.1", "--dtype", "f64",
+                      "--save", str(tmp_path / "b")]) == 0
+    for saved in (tmp_path / "a").glob("*.npy"):
+        assert np.array_equal(np.load(saved), np.load(tmp_path / "b" / saved.name)), saved.name
