@@ -133,6 +133,7 @@ class Operation:
     """Operand/result/attribute/region declaration; None for unregistered ops."""
     traits: ClassVar[tuple[Trait, ...]] = ()
     """Trait instances (see :mod:`crane.ir.traits`)."""
+    _trait_kinds: ClassVar[frozenset[type] | None] = None
 
     name: str
     _operands: list[Value]
@@ -229,7 +230,13 @@ class Operation:
 
     @classmethod
     def has_trait(cls, trait: type[Trait]) -> bool:
-        return any(isinstance(t, trait) for t in cls.traits)
+        # Asked for every op by the printer, parser and verifier: answer from a per-class
+        # set of the trait classes (with their bases), built on first use.
+        kinds = cls.__dict__.get("_trait_kinds")
+        if kinds is None:
+            kinds = frozenset(k for t in cls.traits for k in type(t).__mro__)
+            cls._trait_kinds = kinds
+        return trait in kinds
 
     @classmethod
     def get_trait(cls, trait: type[T]) -> T | None:

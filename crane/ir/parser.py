@@ -295,8 +295,8 @@ class Parser(AttributeParser):
 
 def parse_ops(context: Context, text: str, filename: str = "<input>") -> list[Operation]:
     """Parse a whole file into its top-level ops (raises :class:`ParseError`)."""
-    parser = Parser(context, SourceText(filename, text))
-    with gc_paused():
+    with gc_paused():  # tokenizing allocates as much as parsing: pause for both
+        parser = Parser(context, SourceText(filename, text))
         try:
             return parser.parse_top_level()
         except RecursionError:

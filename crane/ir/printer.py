@@ -124,8 +124,12 @@ class Printer:
             self._scopes.append(_Scope())
         out = self._out
         out.append(self._indent)
-        if op.results:
-            out.append(", ".join(self._define(r) for r in op.results))
+        results = op.results
+        if len(results) == 1:
+            out.append(self._define(results[0]))
+            out.append(" = ")
+        elif results:
+            out.append(", ".join(self._define(r) for r in results))
             out.append(" = ")
         if self.generic or type(op).spec is None:
             self._print_generic(op)
