@@ -14,15 +14,17 @@ from crane.frontend.lower import lower_network
 from crane.ir.context import Context
 from crane.ir.diagnostics import Diagnostic, DiagnosticError, Severity
 from crane.ir.location import UNKNOWN, FileLineColLoc
+from crane.ir.parser import gc_paused
 
 
 def crn_to_module(text: str, filename: str, context: Context) -> ModuleOp:
     """Elaborate `.crn` text and lower it to graph IR."""
-    try:
-        network = parse_crn(text, filename)
-    except CrnErrors as errors:
-        raise DiagnosticError(*(to_diagnostic(e) for e in errors.errors)) from None
-    return lower_network(network)
+    with gc_paused():  # everything built here stays alive: the collector would find nothing
+        try:
+            network = parse_crn(text, filename)
+        except CrnErrors as errors:
+            raise DiagnosticError(*(to_diagnostic(e) for e in errors.errors)) from None
+        return lower_network(network)
 
 
 def to_diagnostic(error: CrnError) -> Diagnostic:
