@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 from dataclasses import dataclass
 from functools import cache
@@ -28,27 +26,6 @@ from crane.schedule.workload import Workload
 
 
 @cache
-def quiet_solver_banner() -> None:
-    """Print HiGHS's once-per-process banner to /dev/null instead of stdout.
-
-    highspy writes it from C++ when the first ``Highs`` object is made, before any option
-    can silence it, and it would land in the middle of ``crane-opt``'s IR output.
-    """
-    try:
-        import highspy
-    except ImportError:
-        return
-    sys.stdout.flush()
-    saved = os.dup(1)
-    try:
-        with open(os.devnull, "w") as sink:
-            os.dup2(sink.fileno(), 1)
-            highspy.Highs()
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-
-
 def tile_split(plan: Plan, machine: Machine) -> tuple[tuple[int, ...], ...]:
     """Tiles of each column in each state under the split running most of its sub-batches."""
     rows: list[tuple[int, ...]] = []
@@ -160,7 +137,6 @@ class Segment(Pass):
         name_attr = func.attributes.get("sym_name")
         name = name_attr.value if isinstance(name_attr, StringAttr) else ""
         batch = self.batch or graph_batch(func)
-        quiet_solver_banner()
         began = time.perf_counter()
         try:
             workload = workload_of(func, machine.data_bytes)

@@ -9,12 +9,39 @@ which is how the scheduler sweeps latency levels for an exact latency x energy o
 from __future__ import annotations
 
 import math
+import os
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
 import highspy
 import numpy as np
+
+_banner_silenced = False
+
+
+def new_highs() -> highspy.Highs:
+    """A ``Highs`` instance, without the banner HiGHS prints for the first one in a process.
+
+    highspy writes that banner to file descriptor 1 from C++, before any option can turn
+    it off, so it would land in the middle of a tool's output (``crane-opt`` prints IR to
+    stdout, also from worker processes). The first instance is made with fd 1 pointed at
+    /dev/null.
+    """
+    global _banner_silenced
+    if _banner_silenced:
+        return highspy.Highs()
+    _banner_silenced = True
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as sink:
+            os.dup2(sink.fileno(), 1)
+            return highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
 
 INF = math.inf
 
@@ -119,7 +146,7 @@ class Model:
         self.objective = expr
 
     def _highs(self, time_limit: float | None) -> highspy.Highs:
-        h = highspy.Highs()
+        h = new_highs()
         h.setOptionValue("output_flag", False)
         h.setOptionValue("threads", 1)
         if time_limit is not None:
