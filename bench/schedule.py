@@ -27,7 +27,6 @@ from pathlib import Path
 
 from crane.dialects import default_context
 from crane.hardware.machine import Machine
-from crane.passes.segment import quiet_solver_banner
 from crane.schedule.from_graph import workload_of
 from crane.schedule.policies import POLICIES, schedule
 from crane.schedule.workload import Workload
@@ -131,7 +130,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--machines", default="", help="edge and/or cloud")
     parser.add_argument("--batches", default="", help="comma-separated batch sizes")
     args = parser.parse_args(argv)
-    quiet_solver_banner()
     rows: list[Row] = []
     cases = grid(args.quick, _names(args.networks), _names(args.machines),
                  tuple(int(b) for b in _names(args.batches)))
