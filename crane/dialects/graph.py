@@ -15,7 +15,7 @@ the kind's shape rule. Weights are explicit values made by ``graph.weight``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from typing import ClassVar, Self
 
 from crane.dialects.layers.kinds import LAYER_KINDS, LayerKind, ParamType
 from crane.dialects.layers.rules import ShapeError, fmt
@@ -188,7 +188,25 @@ LAYER_OPS: Mapping[str, type[LayerOp]] = {name: _layer_op_class(kind) for name, 
 """The op class of each layer kind."""
 
 
-class WeightOp(Operation):
+class NamedTensorOp(Operation):
+    """Base of ops that introduce one named tensor (``{name = "..."}``, no operands)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def build(cls, name: str, type: TensorType, location: Location = UNKNOWN) -> Self:
+        op = cls.create(None, (), (type,), {"name": StringAttr(name)}, (), location)
+        assert isinstance(op, cls)
+        return op
+
+    @property
+    def tensor_name(self) -> str:
+        attr = self.attributes["name"]
+        assert isinstance(attr, StringAttr)
+        return attr.value
+
+
+class WeightOp(NamedTensorOp):
     """``%w = graph.weight {name = "conv1.weight"} : () -> tensor<...>``: a trainable tensor."""
 
     __slots__ = ()
@@ -197,17 +215,9 @@ class WeightOp(Operation):
                   summary="a trainable tensor owned by one layer")
     traits = (Pure(),)
 
-    @classmethod
-    def build(cls, name: str, type: TensorType, location: Location = UNKNOWN) -> WeightOp:
-        op = cls.create(None, (), (type,), {"name": StringAttr(name)}, (), location)
-        assert isinstance(op, WeightOp)
-        return op
-
     @property
     def weight_name(self) -> str:
-        attr = self.attributes["name"]
-        assert isinstance(attr, StringAttr)
-        return attr.value
+        return self.tensor_name
 
     def verify_op(self) -> None:
         _tensor_shape(self.results[0], "a weight")

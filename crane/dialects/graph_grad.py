@@ -26,7 +26,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from crane.dialects.graph import _ATTR_CLASS, GRAPH, LayerOp, from_attribute, to_attribute
+from crane.dialects.graph import (
+    _ATTR_CLASS,
+    GRAPH,
+    LayerOp,
+    NamedTensorOp,
+    from_attribute,
+    to_attribute,
+)
 from crane.dialects.layers.kinds import LAYER_KINDS, LayerKind
 from crane.dialects.layers.values import AttrValue, Shape
 from crane.ir.attributes import Attribute, BoolAttr, DenseIntsAttr, FloatAttr, IntAttr, StringAttr
@@ -217,7 +224,7 @@ class AccumulateOp(Operation):
         return {"backward_flops": elements * (len(self._operands) - 1)}
 
 
-class OptimizerStateOp(Operation):
+class OptimizerStateOp(NamedTensorOp):
     """``%m = graph.optimizer_state {name = "w.m"} : () -> T``: zero-initialised optimizer state."""
 
     __slots__ = ()
@@ -225,17 +232,9 @@ class OptimizerStateOp(Operation):
                   attributes=(Attr("name", StringAttr),), summary="optimizer state, zero at the start")
     traits = (Pure(),)
 
-    @classmethod
-    def build(cls, name: str, type: TensorType, location: Location = UNKNOWN) -> OptimizerStateOp:
-        op = cls.create(None, (), (type,), {"name": StringAttr(name)}, (), location)
-        assert isinstance(op, OptimizerStateOp)
-        return op
-
     @property
     def state_name(self) -> str:
-        attr = self.attributes["name"]
-        assert isinstance(attr, StringAttr)
-        return attr.value
+        return self.tensor_name
 
     def accounting(self) -> Mapping[str, int]:
         return {"optimizer_state_bytes": _bytes(self.results)}
