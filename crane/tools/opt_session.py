@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from crane.dialects.builtin import ModuleOp
 from crane.ir.context import Context
-from crane.ir.diagnostics import Diagnostic, DiagnosticEngine, DiagnosticError, Severity
+from crane.ir.diagnostics import Diagnostic, DiagnosticEngine, DiagnosticError, Severity, render
 from crane.ir.printer import print_op
 from crane.ir.verifier import verify
 from crane.passes.context import PassContext
@@ -83,8 +83,6 @@ class OptSession:
 def emitted_for_checking(diagnostics: list[Diagnostic], engine_render: DiagnosticEngine,
                          filename: str) -> list[EmittedDiagnostic]:
     """Flatten diagnostics and their notes into what ``--verify-diagnostics`` compares."""
-    from crane.ir.diagnostics import render
-
     flat: list[EmittedDiagnostic] = []
     for diag in diagnostics:
         for item in [diag, *diag.notes]:
