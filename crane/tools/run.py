@@ -44,7 +44,9 @@ class UsageError(Exception):
 def build_parser() -> argparse.ArgumentParser:
     """The ``crane-run`` command line."""
     parser = argparse.ArgumentParser(prog="crane-run", description="run a graph function on numpy arrays")
-    parser.add_argument("input", help=".crn or IR file")
+    parser.add_argument("input", help=".crn or IR file ('-' reads standard input)")
+    parser.add_argument("--input-format", choices=("ir", "crn"), default=None,
+                        help="override the format guessed from the suffix (stdin defaults to IR)")
     parser.add_argument("--func", default=None, help="function to run (default: the first graph.func)")
     parser.add_argument("--dtype", choices=("f32", "f64"), default="f32", help="float type (default f32)")
     parser.add_argument("--seed", type=int, default=0, help="seed for random inputs, weights and dropout")
@@ -131,14 +133,21 @@ def _save(outputs: dict[str, np.ndarray], directory: str) -> None:
         raise UsageError(f"cannot write to '{directory}': {problem}") from None
 
 
+def _read_input(path: str) -> tuple[str, str]:
+    """The input text and the name diagnostics give it."""
+    try:
+        if path == "-":
+            return sys.stdin.read(), "<stdin>"
+        return Path(path).read_text(encoding="utf-8"), path
+    except (OSError, UnicodeDecodeError) as problem:
+        raise UsageError(f"cannot read input file '{path}': {problem}") from None
+
+
 def run(args: argparse.Namespace, sources: SourceManager) -> int:
     """Run the command; returns the exit status (raises for located and usage errors)."""
-    try:
-        text = Path(args.input).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as problem:
-        raise UsageError(f"cannot read input file '{args.input}': {problem}") from None
-    sources.add(args.input, text)
-    module = translate(input_format(args.input, None), text, args.input, default_context())
+    text, filename = _read_input(args.input)
+    sources.add(filename, text)
+    module = translate(input_format(filename, args.input_format), text, filename, default_context())
     _verify(module)
     func = _pick_function(module, args.func)
     if args.train:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -145,3 +146,14 @@ def test_printed_training_step_runs_like_the_built_one(tmp_path: Path) -> None:
                       "--save", str(tmp_path / "b")]) == 0
     for saved in (tmp_path / "a").glob("*.npy"):
         assert np.array_equal(np.load(saved), np.load(tmp_path / "b" / saved.name)), saved.name
+
+
+def test_crane_run_reads_ir_and_crn_from_stdin(monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    source = "network tiny {\n  input x: f32[2, 4];\n  y = linear(x, out=3);\n  output y;\n}\n"
+    monkeypatch.setattr(sys, "stdin", io.StringIO(source))
+    assert crane_run(["-", "--input-format", "crn"]) == 0
+    assert capsys.readouterr().out.startswith("y  2x3  mean=")
+    monkeypatch.setattr(sys, "stdin", io.StringIO("junk %%\n"))
+    assert crane_run(["-"]) == 1
+    assert "<stdin>:1:1: error: unregistered operation 'junk'" in capsys.readouterr().err
