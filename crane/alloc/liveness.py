@@ -1,0 +1,103 @@
+"""Buffers of one tile program and the instruction ranges during which they hold data.
+
+A tile program is a straight line of instructions numbered 0, 1, 2, ...; a buffer is live
+from the instruction that first writes it to the last one that reads it, both included.
+Two buffers whose ranges share an instruction must not share SRAM bytes.
+
+Double buffering (the rule the allocator applies when asked to): a buffer filled by a DMA
+load has its range *start at the last compute instruction before that load* instead of at
+the load itself. So the buffer is live during that compute, and it cannot get the bytes of
+anything that compute reads or writes. The load of sub-batch ``k + 1`` can then run while
+compute ``k`` still reads its own operands, and a later-issued load never waits for the
+compute ahead of it in the program. A load with no compute before it keeps its range.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class BufferRequest:
+    """One SRAM buffer of a tile program, as the allocator sees it."""
+
+    name: str
+    """How diagnostics name the buffer (e.g. its SSA name ``%b3``)."""
+    nbytes: int
+    first: int
+    """Index of the instruction that defines (first writes) the buffer."""
+    last: int
+    """Index of the last instruction that uses it (``>= first``)."""
+    dma_target: bool = False
+    """Filled by a DMA load: double buffering moves its start one compute step earlier."""
+
+    def __post_init__(self) -> None:
+        if self.nbytes < 0:
+            raise ValueError(f"buffer '{self.name}' has a negative size {self.nbytes}")
+        if self.last < self.first:
+            raise ValueError(f"buffer '{self.name}' is last used at {self.last}, "
+                             f"before it is defined at {self.first}")
+
+
+@dataclass(frozen=True, slots=True)
+class LiveRange:
+    """The instructions ``start .. stop`` (inclusive) during which a buffer needs its bytes."""
+
+    start: int
+    stop: int
+
+    def overlaps(self, other: LiveRange) -> bool:
+        return self.start <= other.stop and other.start <= self.stop
+
+
+def double_buffered_start(first: int, compute_steps: Sequence[int]) -> int:
+    """The start of a DMA-loaded buffer under double buffering (see the module docstring).
+
+    ``compute_steps`` are the sorted indices of the program's compute instructions.
+    """
+    k = bisect.bisect_left(compute_steps, first)
+    return compute_steps[k - 1] if k else first
+
+
+def live_ranges(requests: Sequence[BufferRequest], compute_steps: Sequence[int],
+                double_buffer: bool = True) -> list[LiveRange]:
+    """The range each request occupies, in request order."""
+    steps = sorted(compute_steps)
+    ranges = []
+    for req in requests:
+        start = req.first
+        if double_buffer and req.dma_target:
+            start = double_buffered_start(req.first, steps)
+        ranges.append(LiveRange(start, req.last))
+    return ranges
+
+
+@dataclass(frozen=True, slots=True)
+class Pressure:
+    """The instruction where the most bytes are live, how many, and which buffers."""
+
+    instruction: int
+    nbytes: int
+    live: tuple[int, ...]
+    """Indices (into the request list) of the buffers live there, largest first."""
+
+
+def peak_pressure(sizes: Sequence[int], ranges: Sequence[LiveRange],
+                  subset: Iterable[int] | None = None) -> Pressure:
+    """The first instruction of maximal live bytes over the buffers ``subset`` (default all)."""
+    chosen = list(range(len(sizes))) if subset is None else list(subset)
+    events: list[tuple[int, int, int]] = []
+    for i in chosen:
+        events.append((ranges[i].start, 0, sizes[i]))
+        events.append((ranges[i].stop + 1, -1, -sizes[i]))
+    events.sort()
+    best_at, best, current = (ranges[chosen[0]].start if chosen else 0), 0, 0
+    for at, _, delta in events:
+        current += delta
+        if current > best:
+            best, best_at = current, at
+    live = [i for i in chosen if ranges[i].start <= best_at <= ranges[i].stop]
+    live.sort(key=lambda i: (-sizes[i], i))
+    return Pressure(best_at, best, tuple(live))
