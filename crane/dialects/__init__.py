@@ -13,6 +13,7 @@ IN_TREE: dict[str, str] = {
     "hw": "crane.dialects.hw:HW",
     "segment": "crane.dialects.segment:SEGMENT",
     "test": "crane.dialects.test:TEST",
+    "tile": "crane.dialects.tile:TILE",
 }
 """Dialect name -> ``module:attribute`` holding its :class:`Dialect`."""
 
