@@ -21,6 +21,7 @@ IN_TREE_PASSES: dict[str, str] = {
     "print-op-stats": "crane.passes.generic.op_stats:PrintOpStats",
     "autodiff": "crane.passes.autodiff:Autodiff",
     "segment": "crane.passes.segment:Segment",
+    "tile": "crane.passes.tile:Tile",
     "print-training-stats": "crane.passes.training_stats:PrintTrainingStats",
 }
 
