@@ -25,9 +25,7 @@ import numpy as np
 from crane.autodiff import is_training_step
 from crane.dialects.graph import FuncOp, LayerOp, ReturnOp, WeightOp
 from crane.dialects.graph_grad import AccumulateOp, FillOp, GradOp, OptimizerStateOp, UpdateOp
-from crane.exec import kernels as K
-from crane.exec.backward import GRAD_INPUT, GRAD_WEIGHT
-from crane.exec.forward import FORWARD, Call
+from crane.exec import evaluate as E
 from crane.ir.attributes import StringAttr
 from crane.ir.core import BlockArgument, Operation, Value
 from crane.ir.types import TensorType
@@ -110,12 +108,6 @@ class _Machine:
     def cast(self, array: Array) -> Array:
         return array.astype(self.dtype) if np.issubdtype(array.dtype, np.floating) else array
 
-    def call(self, layer: LayerOp | GradOp, inputs: tuple[Value, ...], weights: tuple[Value, ...], shape: tuple[int, ...]) -> Call:
-        key = layer.attributes.get("key")
-        return Call(layer.layer_attrs, [self.get(v) for v in inputs], [self.get(v) for v in weights], shape,
-                    key.value if isinstance(key, StringAttr) else "", self.seed, self.training,
-                    {"kind": layer.kind.name})
-
     def named(self, name: str, value: Value, make: Any) -> Array:
         given = self.weights.get(name)
         if given is None:
@@ -124,8 +116,9 @@ class _Machine:
 
     def run(self, op: Operation) -> list[Array]:
         if isinstance(op, LayerOp):
-            call = self.call(op, op.inputs, op.weights, _tensor(op.results[0]).shape)
-            return [np.asarray(FORWARD[op.kind.name](call), dtype=self.dtype)]
+            return [E.forward(op.kind.name, op.layer_attrs, [self.get(v) for v in op.inputs],
+                              [self.get(v) for v in op.weights], _tensor(op.results[0]).shape,
+                              dtype=self.dtype, seed=self.seed, training=self.training, key=_key(op))]
         if isinstance(op, GradOp):
             return self.grad(op)
         if isinstance(op, WeightOp):
@@ -139,35 +132,28 @@ class _Machine:
             value = op.attributes["value"]
             return [np.full(_tensor(op.results[0]).shape, getattr(value, "value", 0.0), self.dtype)]
         if isinstance(op, AccumulateOp):
-            return [np.sum([self.get(v) for v in op.operands], axis=0).astype(self.dtype)]
+            return [E.accumulate([self.get(v) for v in op.operands], self.dtype)]
         if isinstance(op, UpdateOp):
             return self.update(op)
         raise InterpreterError(f"the interpreter cannot run '{op.name}'", op)
 
     def grad(self, op: GradOp) -> list[Array]:
-        rules = GRAD_INPUT if op.role == "input" else GRAD_WEIGHT
-        rule = rules.get(op.kind.name)
-        if rule is None:
-            raise InterpreterError(f"no {op.role}-gradient rule for '{op.kind.name}'", op)
-        call = self.call(op, op.forward_inputs, op.forward_weights, _tensor(op.grad_output).shape)
-        grads = rule(call, self.get(op.grad_output))
-        picked = [grads[i] for i in op.wrt] if op.role == "input" else grads
-        if any(g is None for g in picked):
-            raise InterpreterError(f"'{op.kind.name}' has no gradient for a requested input", op)
-        return [np.asarray(g, dtype=self.dtype) for g in picked if g is not None]
+        try:
+            return E.gradient(op.kind.name, op.role, op.layer_attrs, self.get(op.grad_output),
+                              [self.get(v) for v in op.forward_inputs],
+                              [self.get(v) for v in op.forward_weights], op.wrt, dtype=self.dtype,
+                              seed=self.seed, training=self.training, key=_key(op))
+        except E.EvalError as problem:
+            raise InterpreterError(problem.message, op) from None
 
     def update(self, op: UpdateOp) -> list[Array]:
-        h = op.hyper()
         w, g, *states = (self.get(v) for v in op.operands)
-        lr, wd = float(h["lr"]), float(h.get("weight_decay", 0.0))  # type: ignore[arg-type]
-        if op.name == "graph.sgd":
-            return [K.sgd_update(w, g, lr=lr, weight_decay=wd)]
-        if op.name == "graph.momentum":
-            return list(K.momentum_update(w, g, states[0], lr=lr, momentum=float(h["momentum"]),  # type: ignore[arg-type]
-                                          nesterov=bool(h.get("nesterov", False)), weight_decay=wd))
-        return list(K.adam_update(w, g, states[0], states[1], step=int(h.get("step", 1)), lr=lr,  # type: ignore[arg-type]
-                                  beta1=float(h["beta1"]), beta2=float(h["beta2"]),  # type: ignore[arg-type]
-                                  eps=float(h["eps"]), weight_decay=wd))  # type: ignore[arg-type]
+        return E.update(op.name.removeprefix("graph."), op.hyper(), w, g, states)
+
+
+def _key(op: Operation) -> str:
+    key = op.attributes.get("key")
+    return key.value if isinstance(key, StringAttr) else ""
 
 
 def _output_names(values: tuple[Value, ...]) -> list[str]:
