@@ -10,9 +10,10 @@ repeated.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from crane.autodiff.config import TrainingConfig
+from crane.autodiff.recompute import recompute_groups, tag_backward
 from crane.autodiff.rules import backward_step, differentiable_inputs, is_float_tensor
 from crane.dialects.graph import LAYER_OPS, FuncOp, LayerOp, ReturnOp, WeightOp
 from crane.dialects.graph_grad import UPDATE_OPS, AccumulateOp, FillOp, GradOp, OptimizerStateOp
@@ -107,10 +108,19 @@ def _backward(forward: Sequence[Operation], loss: LayerOp, body: list[Operation]
         if grad_out is None:
             continue
         base = op.results[0].name_hint or op.kind.name
-        for value, grad in backward_step(op, grad_out, differentiable_inputs(op, needed.__contains__), body.append):
+        emit = _emitter(op, body)
+        for value, grad in backward_step(op, grad_out, differentiable_inputs(op, needed.__contains__), emit):
             grad.name_hint = f"{value.name_hint or base}.grad"
             grads.add(value, grad)
     return grads
+
+
+def _emitter(forward: LayerOp, body: list[Operation]) -> Callable[[GradOp], None]:
+    """Appends the backward ops of ``forward``, tagged with its recompute group if it has one."""
+    def emit(grad: GradOp) -> None:
+        tag_backward(forward, grad)
+        body.append(grad)
+    return emit
 
 
 def _hyper(config: TrainingConfig) -> dict[str, float | bool | int]:
@@ -169,7 +179,8 @@ def expand_training_step(func: FuncOp, config: TrainingConfig) -> int:
     terminator.erase()
     func.body.append(body[-1])
     _retype(func, outputs, config)
-    return len(body)
+    # Patches marked for recomputation (the tile pass) are rebuilt inside backward.
+    return len(body) + recompute_groups(func, forward)
 
 
 def _retype(func: FuncOp, outputs: Sequence[Value], config: TrainingConfig | None = None) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from crane.autodiff.recompute import is_recomputed
 from crane.dialects.graph import FuncOp, LayerOp, WeightOp
 from crane.dialects.graph_grad import AccumulateOp, GradOp, OptimizerStateOp, UpdateOp
 from crane.ir.core import Value
@@ -27,7 +28,8 @@ def training_stats(func: FuncOp) -> dict[str, int]:
     - ``weight_bytes``, ``gradient_bytes`` (one gradient per updated weight),
       ``optimizer_state_bytes``;
     - ``activation_bytes``: forward values (other than weights) that backward ops read,
-      i.e. what must be kept (or recomputed) between the forward and backward passes.
+      i.e. what must be kept between the forward and backward passes (values rebuilt
+      inside backward by a recompute group, see :mod:`crane.autodiff.recompute`, are not).
     """
     ops = list(func.body.ops)
     layers = [op.accounting() for op in ops if isinstance(op, LayerOp)]
@@ -38,7 +40,7 @@ def training_stats(func: FuncOp) -> dict[str, int]:
     kept: set[Value] = set()
     for op in ops:
         if isinstance(op, GradOp):
-            kept.update(v for v in op.forward_operands if v not in weights)
+            kept.update(v for v in op.forward_operands if v not in weights and not is_recomputed(v))
     return {
         "forward_macs": _sum(layers, "macs"),
         "forward_flops": _sum(layers, "flops"),
