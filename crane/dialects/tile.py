@@ -553,6 +553,19 @@ class CopyOp(TileInstruction):
     def src(self) -> Value:
         return self._operands[1]
 
+    @property
+    def src_offsets(self) -> tuple[int, ...]:
+        return _ints(self, "src_offsets")
+
+    @property
+    def dst_offsets(self) -> tuple[int, ...]:
+        return _ints(self, "dst_offsets")
+
+    @property
+    def box(self) -> tuple[int, ...]:
+        """The shape of the copied box."""
+        return _ints(self, "shape")
+
     def verify_op(self) -> None:
         dst, src = _buffer(self.dst), _buffer(self.src)
         if dst.element != src.element:
