@@ -17,6 +17,7 @@ Inter-layer hop counts use the geometry of the state's first split.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from crane.cost.layer import WEIGHT_SRAM_SHARE
 from crane.cost.traffic import Traffic, dram_cycles, noc_cycles, traffic_energy
@@ -49,7 +50,13 @@ class Plan:
 
     @property
     def sct(self) -> ScT:
-        return ScT.from_workloads(self.workloads, self.block.n)
+        return _sct(self.workloads, self.block.n)
+
+
+@lru_cache(maxsize=65_536)
+def _sct(workloads: tuple[int, ...], n: int) -> ScT:
+    """ScT of a workload vector (memoised: evaluation asks for it per state and edge)."""
+    return ScT.from_workloads(workloads, n)
 
 
 @dataclass(frozen=True, slots=True)

@@ -89,13 +89,17 @@ class CraneSolver:
                 ranked.append((quick[0], b))
         ranked.sort()
         to_beat = min(_value(objective, pc) for pc in found)
-        for _, b in ranked[: max(1, math.ceil(self.keep * len(ranked)))]:
+        for bound, b in ranked[: max(1, math.ceil(self.keep * len(ranked)))]:
+            if bound >= to_beat:
+                break  # compute alone (a lower bound of the full cost) cannot beat it
             form = formulate(block, b, batch // b, machine, sram_reserved=reserved)
             if form is None:
                 continue
             same = [pc for pc in found if pc[0].subbatch == b]
             seed = min(same, key=lambda pc: _value(objective, pc))[0] if same else None
-            result = sweep(form, objective, self.time_limit, self.max_points, seed, to_beat)
+            floor = compute_optimum(block, b, batch // b, machine, Objective(0.0, 1.0))
+            result = sweep(form, objective, self.time_limit, self.max_points, seed, to_beat,
+                           floor[0] if floor else 0.0)
             found += [(pt.plan, evaluate(pt.plan, machine, reserved)) for pt in result.frontier]
             to_beat = min(to_beat, min((_value(objective, pc) for pc in found), default=to_beat))
         return _front(found)

@@ -1,10 +1,10 @@
-"""The search: blocks over a workload, each solved by a policy, combined on Pareto fronts.
+"""The search: blocks over a workload, each solved by a policy, combined on convex fronts.
 
 The hierarchy is a sequence of blocks (contiguous runs of the topological order, at most
 ``max_block`` layers) run one after another; a dynamic program over the cut positions keeps,
-for every prefix of the network, the non-dominated (latency, energy) schedules, so the final
-L^p E^q choice is exact over the blocks' candidate points (fronts are thinned to
-``front_size`` points to bound the work). Data crossing a cut stays in SRAM when the
+for every prefix of the network, the lower-left convex hull of its (latency, energy)
+schedules, so the final L^p E^q choice is exact over the blocks' candidate points (see
+``_thin``; hulls beyond ``front_size`` points are thinned to bound the work). Data crossing a cut stays in SRAM when the
 whole batch of it fits in half of the activation SRAM, else it goes through DRAM.
 
 Blocks are solved by a ``policy`` (``crane.schedule.policies``); identical blocks (same
@@ -109,13 +109,26 @@ def _solve_key(job: tuple[BlockSolver, tuple[Block, int, Objective, float], Mach
     return solver(block, batch, machine, objective, reserved)
 
 
+def _cross(o: _Entry, a: _Entry, b: _Entry) -> float:
+    return (a.latency - o.latency) * (b.energy - o.energy) - \
+        (a.energy - o.energy) * (b.latency - o.latency)
+
+
 def _thin(entries: list[_Entry], size: int) -> list[_Entry]:
-    """Non-dominated entries, thinned evenly along latency to at most ``size``."""
+    """The lower-left convex hull of the entries, thinned evenly to at most ``size``.
+
+    L^p E^q is quasi-concave and increasing, so its minimum over the schedules of a
+    network sits on a vertex of this hull, and a vertex of a sum of blocks is a sum of
+    the blocks' vertices: keeping the hull of every prefix loses no optimum.
+    """
     entries.sort(key=lambda e: (e.latency, e.energy))
     front: list[_Entry] = []
     for e in entries:
-        if not front or e.energy < front[-1].energy:
-            front.append(e)
+        if front and e.energy >= front[-1].energy:
+            continue
+        while len(front) >= 2 and _cross(front[-2], front[-1], e) <= 0:
+            front.pop()
+        front.append(e)
     if len(front) <= size:
         return front
     step = (len(front) - 1) / (size - 1)

@@ -167,14 +167,35 @@ class Model:
             h.addRow(lb, ub, len(idx), idx, val)
         return h
 
+    def polish(self, values: np.ndarray, time_limit: float | None = None) -> Solution:
+        """Re-solve with every integer variable fixed at its value in ``values`` (an LP).
+
+        Continuous variables that the objective left loose (epigraph and routing
+        variables whose cost is in the other criterion) settle at their tight values
+        when the current objective charges all of them.
+        """
+        saved = list(self.lower), list(self.upper)
+        for var, integral in enumerate(self.integer):
+            if integral:
+                self.lower[var] = self.upper[var] = float(round(values[var]))
+        try:
+            return self.solve(time_limit)
+        finally:
+            self.lower, self.upper = saved
+
     def solve(self, time_limit: float | None = None,
-              start: Mapping[int, float] | None = None) -> Solution:
+              start: Mapping[int, float] | None = None,
+              cutoff: float | None = None) -> Solution:
         """Minimise the objective; the status says whether optimality was proven.
 
         ``start`` gives values of some variables of a known solution; HiGHS completes it
         and uses it as the first incumbent, so a time-limited solve is never worse.
+        With ``cutoff`` only solutions whose objective is below it count: the status is
+        ``INFEASIBLE`` when the solver proves there is none.
         """
         h = self._highs(time_limit)
+        if cutoff is not None:
+            h.setOptionValue("objective_bound", float(cutoff))
         if start:
             idx = np.array(list(start.keys()), dtype=np.int32)
             h.setSolution(len(idx), idx, np.array(list(start.values()), dtype=np.float64))
