@@ -265,7 +265,7 @@ def match_transfers(programs: Sequence[TileProgram]) -> None:
             tag = ins.op.tag if isinstance(ins.op, SendOp | RecvOp) else 0
             key = (prog.tile, ins.peer, tag) if ins.kind == "send" else (ins.peer, prog.tile, tag)
             (sends if ins.kind == "send" else recvs).setdefault(key, []).append(ins)
-    for key in sends.keys() | recvs.keys():
+    for key in sorted(sends.keys() | recvs.keys()):
         outgoing, incoming = sends.get(key, []), recvs.get(key, [])
         for k, (s, r) in enumerate(zip(outgoing, incoming, strict=False)):
             if s.nbytes != r.nbytes:
