@@ -22,6 +22,7 @@ IN_TREE_PASSES: dict[str, str] = {
     "autodiff": "crane.passes.autodiff:Autodiff",
     "segment": "crane.passes.segment:Segment",
     "tile": "crane.passes.tile:Tile",
+    "alloc": "crane.passes.alloc:Alloc",
     "print-training-stats": "crane.passes.training_stats:PrintTrainingStats",
 }
 
