@@ -1,0 +1,61 @@
+"""Boxes: half-open index ranges per axis of a tensor, the unit codegen moves and computes.
+
+A ``Box`` is a tuple of ``(start, stop)`` pairs, one per axis, in the coordinates of the
+whole (batched) graph tensor. Every buffer of a tile program holds exactly one box of one
+graph value; DRAM transfers name the box's starts as offsets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+Box = tuple[tuple[int, int], ...]
+
+
+def full(shape: Sequence[int]) -> Box:
+    """The whole tensor."""
+    return tuple((0, int(d)) for d in shape)
+
+
+def extent(box: Box) -> tuple[int, ...]:
+    """The shape of the box."""
+    return tuple(b - a for a, b in box)
+
+
+def starts(box: Box) -> tuple[int, ...]:
+    return tuple(a for a, _ in box)
+
+
+def volume(box: Box) -> int:
+    count = 1
+    for a, b in box:
+        count *= b - a
+    return count
+
+
+def intersect(one: Box, other: Box) -> Box | None:
+    """The common part of two boxes of the same rank, or None when they do not meet."""
+    pairs = tuple((max(a, c), min(b, d)) for (a, b), (c, d) in zip(one, other, strict=True))
+    return pairs if all(a < b for a, b in pairs) else None
+
+
+def contains(outer: Box, inner: Box) -> bool:
+    return all(a <= c and d <= b for (a, b), (c, d) in zip(outer, inner, strict=True))
+
+
+def with_axis(box: Box, axis: int, span: tuple[int, int]) -> Box:
+    """``box`` with axis ``axis`` replaced by ``span``."""
+    return (*box[:axis], span, *box[axis + 1:])
+
+
+def split_span(start: int, stop: int, parts: int) -> list[tuple[int, int]]:
+    """``[start, stop)`` in ``parts`` contiguous non-empty pieces within one of each other."""
+    size = stop - start
+    parts = max(1, min(parts, size))
+    base, extra = divmod(size, parts)
+    bounds = [start + k * base + min(k, extra) for k in range(parts + 1)]
+    return [(bounds[k], bounds[k + 1]) for k in range(parts)]
+
+
+def text(box: Box) -> str:
+    return "[" + ", ".join(f"{a}:{b}" for a, b in box) + "]"

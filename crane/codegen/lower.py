@@ -1,0 +1,137 @@
+"""Lower one scheduled and placed ``graph.func`` to a program per mesh tile.
+
+    tile_module = lower_func(func, schedule, machine)
+
+``schedule`` is the function's ``segment.schedule`` with ``placement``/``ports`` on every
+block (the ``map`` pass). The steps are the modules of this package: ownership (which
+layer runs each op), plan (phases and items), emit (instructions). The result holds the
+programs as records (``crane.codegen.program``) and the DRAM tensors they name: network
+inputs and outputs under the reference interpreter's names, weights and optimizer state
+under their ``name`` attributes, spilled activations and gradients under their values'
+names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from crane.autodiff import is_training_step
+from crane.codegen.emit import Context, Emitter
+from crane.codegen.ownership import CodegenError, Ownership, owners
+from crane.codegen.plan import Home, Phase, backward_phases, block_phases, placement_of, widest
+from crane.codegen.program import TileModule
+from crane.codegen.rebatch import rebatched
+from crane.codegen.rules import whole_batch
+from crane.dialects.graph import FuncOp, ReturnOp
+from crane.dialects.graph_grad import AccumulateOp
+from crane.dialects.segment import BlockOp, ScheduleOp
+from crane.hardware.machine import Machine
+from crane.ir.attributes import DenseIntsAttr, IntAttr, StringAttr
+from crane.ir.core import Operation, Value
+from crane.schedule.from_graph import graph_batch
+
+
+def output_names(func: FuncOp) -> dict[Value, str]:
+    """Returned values -> names, as ``crane.exec.interpreter.run_function`` keys them."""
+    names: dict[Value, str] = {}
+    taken: list[str] = []
+    for op in func.body.ops:
+        if not isinstance(op, ReturnOp):
+            continue
+        for index, value in enumerate(op.operands):
+            name = value.name_hint or f"output{index}"
+            name = name if name not in taken else f"{name}#{index}"
+            taken.append(name)
+            names.setdefault(value, name)
+    return names
+
+
+def _batch(func: FuncOp, schedule: ScheduleOp) -> tuple[FuncOp, int]:
+    attr = schedule.attributes.get("batch")
+    wanted = attr.value if isinstance(attr, IntAttr) else graph_batch(func)
+    have = graph_batch(func)
+    if wanted == have:
+        return func, have
+    if wanted % have:
+        raise CodegenError(f"the schedule's batch {wanted} is not a multiple of the graph's "
+                           f"batch {have}", schedule)
+    return rebatched(func, have, wanted // have), wanted
+
+
+def _fused(block: BlockOp) -> list[bool]:
+    attr = block.attributes.get("fused")
+    return [bool(v) for v in attr] if isinstance(attr, DenseIntsAttr) else []
+
+
+def _check_layers(own: Ownership, block_of: dict[str, int], schedule: ScheduleOp) -> None:
+    for op, layer in own.forward:
+        if layer not in block_of:
+            raise CodegenError(f"layer '{layer}' is not in the schedule of @{schedule.func_name} "
+                               "(was the schedule made for this graph? re-run 'segment')", op)
+
+
+def _accumulate_owners(own: Ownership, block_of: dict[str, int]) -> list[tuple[Operation, str]]:
+    """An accumulation runs with the operand produced last in backward order (lowest block)."""
+    layer = {**dict(own.forward), **dict(own.backward)}
+    moved = []
+    for op, name in own.backward:
+        if isinstance(op, AccumulateOp):
+            sources = [layer[v.owner_op] for v in op.operands if v.owner_op in layer]
+            name = min(sources, key=lambda s: block_of[s]) if sources else name
+        moved.append((op, name))
+    return moved
+
+
+def lower_func(func: FuncOp, schedule: ScheduleOp, machine: Machine) -> TileModule:
+    """Programs for every mesh tile running ``func`` as ``schedule`` says."""
+    training = is_training_step(func)
+    original = func
+    func, batch = _batch(func, schedule)
+    own = owners(func, training)
+    blocks = schedule.blocks
+    block_of = {name: b for b, block in enumerate(blocks) for name in block.layer_names}
+    _check_layers(own, block_of, schedule)
+    ops_of: dict[str, list[Operation]] = {}
+    for op, layer in own.forward:
+        ops_of.setdefault(layer, []).append(op)
+    fused: dict[str, bool] = {}
+    homes: dict[str, Home] = {}
+    phases: list[Phase] = []
+    for b, block in enumerate(blocks):
+        table, _ = placement_of(block, machine.tiles, len(machine.dram_ports))
+        for j, (name, flag) in enumerate(zip(block.layer_names, _fused(block), strict=False)):
+            fused[name] = flag
+            homes[name] = widest(table, j)
+        phases += block_phases(block, b, table, batch, _sequential(block, ops_of, batch, training))
+    backward = _accumulate_owners(own, block_of)
+    phases += backward_phases(backward, block_of, homes, batch)
+    layer_of = {**dict(own.forward), **dict(backward)}
+    ctx = Context(batch, training, layer_of, fused, block_of, output_names(func),
+                  frozenset(op for op, _ in backward))
+    emitter = Emitter(machine.rows, machine.cols, ctx)
+    for phase in phases:
+        emitter.run_phase(phase, ops_of)
+    sym = original.attributes.get("sym_name")
+    label = sym.value if isinstance(sym, StringAttr) else ""
+    return TileModule(label, emitter.programs, list(emitter.tensors.values()))
+
+
+def _sequential(block: BlockOp, ops_of: dict[str, list[Operation]], batch: int,
+                training: bool) -> bool:
+    sub = block.attributes.get("subbatch")
+    if isinstance(sub, IntAttr) and sub.value >= batch:
+        return False
+    return any(whole_batch(op, training) for name in block.layer_names
+               for op in ops_of.get(name, ()))
+
+
+def scheduled_funcs(body: Sequence[Operation]) -> list[tuple[FuncOp, ScheduleOp | None]]:
+    """Every ``graph.func`` of a module body with its ``segment.schedule`` (None if absent)."""
+    schedules = {op.func_name: op for op in body if isinstance(op, ScheduleOp)}
+    found = []
+    for op in body:
+        if isinstance(op, FuncOp):
+            name = op.attributes.get("sym_name")
+            key = name.value if isinstance(name, StringAttr) else ""
+            found.append((op, schedules.get(key)))
+    return found

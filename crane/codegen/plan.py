@@ -1,0 +1,135 @@
+"""The execution order codegen follows: phases of items, one item per (layer, batch span).
+
+A *phase* ends with a barrier of every tile. For a ``segment.block`` (its ``tiles``,
+``placement`` and ``ports`` tables, Interface 1 of docs/tile-dialect.md):
+
+* **pipelined** (the schedule as written): one phase per state with work; in state ``i``
+  every active column ``j`` processes the sub-batches ``sct[i-1][j]+1 .. sct[i][j]``,
+  issued step by step (the ``t``-th sub-batch of every active column, columns in order),
+  on the tiles ``placement[i][j]`` through DRAM port ``ports[i][j]``;
+* **layer by layer** when the block holds a whole-batch op (batchnorm normalises with the
+  statistics of the whole batch, as the reference interpreter does; losses; training
+  dropout) and more than one sub-batch: no sub-batch can be finished before every sample
+  has passed the layer, so each column becomes one phase over the whole batch, on the
+  tiles of the column's widest state.
+
+Training ops then run after every forward block, blocks in reverse order, one op per phase
+over the whole batch on the tiles of their forward layer's widest state (rule of
+``crane.codegen.ownership``). If that order is not topological (an op reads a result placed
+in a later phase) the backward ops keep graph order instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from crane.codegen.ownership import CodegenError
+from crane.dialects.segment import BlockOp
+from crane.ir.attributes import ArrayAttr, DenseIntsAttr, IntAttr
+from crane.ir.core import Operation
+
+
+@dataclass(frozen=True, slots=True)
+class Home:
+    """Where a layer runs in one state: tiles and DRAM port."""
+
+    tiles: tuple[int, ...]
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One layer over one batch span on some tiles (``ops`` empty: nothing to execute)."""
+
+    layer: str
+    span: tuple[int, int]
+    home: Home
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    """Items issued in order, then a barrier; ``block`` indexes the schedule's blocks."""
+
+    block: int
+    label: str
+    items: tuple[Item, ...] = ()
+    ops: tuple[Operation, ...] = ()
+    """Training ops of a backward phase (run on ``items[0].home``)."""
+
+
+def placement_of(block: BlockOp, tiles: int, ports: int) -> tuple[list[list[Home]], int]:
+    """The block's homes ``[state][column]`` from its ``placement``/``ports`` attributes."""
+    n = len(block.layer_names)
+    split = block.tile_split()
+    placement = block.attributes.get("placement")
+    port_attr = block.attributes.get("ports")
+    if not isinstance(placement, ArrayAttr) or not isinstance(port_attr, DenseIntsAttr):
+        raise CodegenError(f"block '{block.label}' has no placement (run 'map' before 'codegen')",
+                           block)
+    lists = [tuple(a) if isinstance(a, DenseIntsAttr) else () for a in placement]
+    flat_ports = tuple(port_attr)
+    if len(lists) != len(split) * n or len(flat_ports) != len(split) * n:
+        raise CodegenError(f"block '{block.label}': 'placement' and 'ports' must hold "
+                           f"{len(split)} x {n} entries", block)
+    homes: list[list[Home]] = []
+    for i, row in enumerate(split):
+        homes.append([])
+        for j, count in enumerate(row):
+            ids, port = lists[i * n + j], flat_ports[i * n + j]
+            if len(ids) != count or any(not 0 <= t < tiles for t in ids):
+                raise CodegenError(f"block '{block.label}', state {i}, column {j}: placement "
+                                   f"{list(ids)} must list {count} tile ids below {tiles}", block)
+            if count and not 0 <= port < ports:
+                raise CodegenError(f"block '{block.label}', state {i}, column {j}: DRAM port "
+                                   f"{port} is not one of the machine's {ports}", block)
+            homes[i].append(Home(ids, port))
+    return homes, n
+
+
+def widest(homes: Sequence[Sequence[Home]], column: int) -> Home:
+    """The column's home in the state giving it the most tiles (first such state)."""
+    options = [row[column] for row in homes if row[column].tiles]
+    if not options:
+        return Home((), -1)
+    return max(options, key=lambda h: len(h.tiles))
+
+
+def block_phases(block: BlockOp, index: int, homes: Sequence[Sequence[Home]], batch: int,
+                 sequential: bool) -> list[Phase]:
+    """The forward phases of one block (see the module docstring)."""
+    names = block.layer_names
+    sub_attr = block.attributes.get("subbatch")
+    sub = sub_attr.value if isinstance(sub_attr, IntAttr) else batch
+    if sequential:
+        return [Phase(index, f"{block.label}:{name}", (Item(name, (0, batch), widest(homes, j)),))
+                for j, name in enumerate(names) if widest(homes, j).tiles]
+    tables = block.tables()
+    phases = []
+    for i, work in enumerate(tables.sct.workloads):
+        if work <= 0:
+            continue
+        active = [j for j in range(len(names)) if homes[i][j].tiles]
+        items = []
+        for t in range(work):
+            for j in active:
+                done = tables.sct.values[i - 1][j] if i else 0
+                k = done + t
+                items.append(Item(names[j], (k * sub, (k + 1) * sub), homes[i][j]))
+        phases.append(Phase(index, f"{block.label}:state{i}", tuple(items)))
+    return phases
+
+
+def backward_phases(ops: Sequence[tuple[Operation, str]], block_of: Mapping[str, int],
+                    homes: Mapping[str, Home], batch: int) -> list[Phase]:
+    """One phase per training op, blocks in reverse order (graph order if not topological)."""
+    position = {op: k for k, (op, _) in enumerate(ops)}
+    layer = dict(ops)
+    ordered = sorted(ops, key=lambda pair: (-block_of[pair[1]], position[pair[0]]))
+    placed = {op: k for k, (op, _) in enumerate(ordered)}
+    topological = all(placed.get(v.owner_op, -1) < placed[op]
+                      for op, _ in ordered for v in op.operands if v.owner_op in placed)
+    chosen = ordered if topological else list(ops)
+    return [Phase(block_of[layer[op]], f"backward:{op.name}",
+                  (Item(layer[op], (0, batch), homes[layer[op]]),), (op,))
+            for op, _ in chosen]

@@ -1,0 +1,118 @@
+"""Tile programs as plain records, before they become ``tile`` dialect ops.
+
+Codegen builds one :class:`Program` per mesh tile as a list of instruction records; the
+``tile`` dialect ops (``crane.codegen.to_ir``), the flat listings and the JSON
+(``crane.codegen.listing``) are all printed from these records, so the three forms agree.
+Buffers are numbered per module (``%b12``); each is allocated once on one tile and holds
+one box of one graph value (``value`` names it, for listings and debugging).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from crane.ir.attributes import Attribute
+
+
+@dataclass(frozen=True, slots=True)
+class Buffer:
+    """An SRAM buffer of one tile."""
+
+    id: int
+    tile: int
+    shape: tuple[int, ...]
+    dtype: str
+    value: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Alloc:
+    buffer: Buffer
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """DMA of DRAM ``tensor[offsets : offsets + shape(buffer)]`` into ``buffer``."""
+
+    buffer: Buffer
+    tensor: str
+    offsets: tuple[int, ...]
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class Store:
+    buffer: Buffer
+    tensor: str
+    offsets: tuple[int, ...]
+    port: int
+    accumulate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    buffer: Buffer
+    peer: int
+    tag: int
+
+
+@dataclass(frozen=True, slots=True)
+class Recv:
+    buffer: Buffer
+    peer: int
+    tag: int
+
+
+@dataclass(frozen=True, slots=True)
+class Compute:
+    """``outs = op(ins)`` with graph-op attributes at tile level."""
+
+    op: str
+    outs: tuple[Buffer, ...]
+    ins: tuple[Buffer, ...]
+    attrs: Mapping[str, Attribute] = field(default_factory=dict)
+    weights: int = 0
+    """How many trailing ``ins`` are the op's weights (graph layer ops)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Barrier:
+    id: int
+    tiles: tuple[int, ...]
+
+
+Instruction = Alloc | Load | Store | Send | Recv | Compute | Barrier
+
+
+@dataclass(frozen=True, slots=True)
+class DramTensor:
+    """One tensor in DRAM: a network input, weight, optimizer state, output or spill."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    role: str
+
+
+@dataclass
+class Program:
+    """The straight-line instruction stream of one mesh tile."""
+
+    tile: int
+    row: int
+    col: int
+    body: list[Instruction] = field(default_factory=list)
+
+
+@dataclass
+class TileModule:
+    """Everything codegen produced for one ``graph.func``."""
+
+    func: str
+    programs: list[Program]
+    tensors: list[DramTensor]
+
+    @property
+    def instructions(self) -> int:
+        return sum(len(p.body) for p in self.programs)

@@ -1,0 +1,43 @@
+"""A copy of a ``graph.func`` at a larger batch, for schedules made at another batch.
+
+``segment{batch=8}`` may schedule a network elaborated at batch 1. Codegen then lowers a
+copy whose per-sample values (network inputs and everything computed from them along the
+batch axis) have their leading dimension multiplied by ``factor``; weights, optimizer
+state, weight gradients and reductions keep their shapes. Layer attributes are unchanged
+(none of the graph ops' attributes names the batch), so the copy is only read, never
+verified or printed.
+"""
+
+from __future__ import annotations
+
+from crane.dialects.graph import FuncOp, LayerOp
+from crane.dialects.graph_grad import AccumulateOp, GradOp
+from crane.ir.core import Operation, Value
+from crane.ir.types import TensorType
+
+
+def _scale(value: Value, batch: int, factor: int) -> bool:
+    ttype = value.type
+    if not isinstance(ttype, TensorType) or not ttype.shape or ttype.shape[0] != batch:
+        return False
+    value.type = ttype.with_shape((batch * factor, *ttype.shape[1:]))
+    return True
+
+
+def _per_sample_inputs(op: Operation, scaled: set[Value]) -> bool:
+    if isinstance(op, GradOp):
+        return op.role == "input" and any(v in scaled for v in (op.grad_output, *op.forward_inputs))
+    if isinstance(op, LayerOp):
+        return not op.kind.is_loss and any(v in scaled for v in op.inputs)
+    return isinstance(op, AccumulateOp) and any(v in scaled for v in op.operands)
+
+
+def rebatched(func: FuncOp, batch: int, factor: int) -> FuncOp:
+    """A copy of ``func`` (elaborated at ``batch``) at ``batch * factor``."""
+    copy = func.clone()
+    assert isinstance(copy, FuncOp)
+    scaled: set[Value] = {arg for arg in copy.body.args if _scale(arg, batch, factor)}
+    for op in copy.body.ops:
+        if _per_sample_inputs(op, scaled):
+            scaled.update(r for r in op.results if _scale(r, batch, factor))
+    return copy

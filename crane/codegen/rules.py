@@ -1,0 +1,331 @@
+"""How one graph op's work divides over tiles: the boxes each part reads and writes.
+
+:func:`split_op` divides an op's output (for one item: a batch span of the graph tensors)
+over ``n`` tiles along the first dimension that gives every tile work, in the order the
+op allows: the batch, then the output channel, then space (conv-like ops take a
+rows x cols grid from :func:`crane.tiling.cores.spatial_grid`); when none reaches ``n``
+parts it takes the one with the most, and an op that cannot be split is one part (run on
+the first tile). Each :class:`Part` says which box of every operand it reads (a window op
+reads its halo; a channel-split dense conv reads every input channel and its slice of the
+kernel) and the tile-level attributes it runs with (border padding, the local ``out``).
+
+Whole-batch ops (batchnorm's batch statistics, losses, training dropout masks) are split
+by channel only, or not at all; weight gradients split by batch are partial sums
+(``Part.partial``) which codegen reduces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from crane.codegen.boxes import Box, extent, full, split_span, with_axis
+from crane.dialects.graph import LayerOp
+from crane.dialects.graph_grad import AccumulateOp, GradOp, UpdateOp
+from crane.ir.attributes import Attribute, DenseIntsAttr, IntAttr
+from crane.ir.core import Operation, Value
+from crane.ir.types import TensorType
+from crane.tiling.cores import spatial_grid
+from crane.tiling.layers import Window
+from crane.tiling.regions import Interval, axis_input
+
+UNARY = frozenset({"relu", "gelu", "silu", "sigmoid", "tanh", "dropout"})
+ELEMENTWISE = UNARY | {"add", "mul"}
+WINDOW = frozenset({"conv2d", "max_pool2d", "avg_pool2d"})
+NOT_PER_SAMPLE = frozenset({"batchnorm", "dropout"})
+"""Kinds whose backward needs the whole batch (statistics, full-tensor masks)."""
+WHOLE_WEIGHT_GRADIENT = frozenset({"attention"})
+"""Kinds whose weight gradient is not split by batch: attention's key-bias gradient is zero
+in exact arithmetic (softmax ignores a constant shift), so partial sums added in another
+order than the reference change its rounding noise, which Adam's normalisation amplifies."""
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One tile's share of an op: the boxes it writes and reads, and its attributes."""
+
+    outs: tuple[Box, ...]
+    ins: tuple[Box, ...]
+    attrs: Mapping[str, Attribute] = field(default_factory=dict)
+    partial: tuple[bool, ...] = ()
+    """Per result: a partial sum over the batch that must be added to the other parts'."""
+
+
+Need = Callable[[Operation, Box], tuple[tuple[Box, ...], dict[str, Attribute]]]
+
+
+def shape_of(value: Value) -> tuple[int, ...]:
+    return tuple(value.type.shape) if isinstance(value.type, TensorType) else ()
+
+
+def whole_batch(op: Operation, training: bool) -> bool:
+    """Whether the op needs every sample at once (so a block holding it cannot pipeline)."""
+    if not isinstance(op, LayerOp):
+        return False
+    return op.kind.is_loss or op.kind.name == "batchnorm" or (training and op.kind.name == "dropout")
+
+
+def span_box(value: Value, span: tuple[int, int], batch: int) -> Box:
+    """The part of ``value`` an item over batch ``span`` touches (all of a non-batch value)."""
+    shape = shape_of(value)
+    box = full(shape)
+    return with_axis(box, 0, span) if shape and shape[0] == batch else box
+
+
+def _broadcast(out: Box, shape: tuple[int, ...]) -> Box:
+    """The box of an operand of ``shape`` a numpy-broadcasting op reads for ``out``."""
+    tail = out[len(out) - len(shape):] if shape else ()
+    return tuple((0, 1) if d == 1 else pair for d, pair in zip(shape, tail, strict=True))
+
+
+def _elementwise(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
+    return tuple(_broadcast(out, shape_of(v)) for v in op.operands), {}
+
+
+def _ints(op: Operation, name: str) -> tuple[int, ...]:
+    attr = op.attributes.get(name)
+    return tuple(attr) if isinstance(attr, DenseIntsAttr) else ()
+
+
+def _int(op: Operation, name: str, default: int = 0) -> int:
+    attr = op.attributes.get(name)
+    return attr.value if isinstance(attr, IntAttr) else default
+
+
+def _window(op: Operation) -> Window:
+    kernel = _ints(op, "kernel") or (1, 1)
+    return Window((kernel[0], kernel[1]), _pair(op, "stride"), _pair(op, "dilation"),
+                  _pad(op))
+
+
+def _pair(op: Operation, name: str) -> tuple[int, int]:
+    values = _ints(op, name) or (1, 1)
+    return values[0], values[1]
+
+
+def _pad(op: Operation) -> tuple[int, int, int, int]:
+    values = _ints(op, "padding") or (0, 0, 0, 0)
+    return values[0], values[1], values[2], values[3]
+
+
+def _spatial(op: Operation, out: Box) -> tuple[tuple[int, int], tuple[int, int], dict[str, Attribute]]:
+    """Input rows and cols (clipped) and the border padding of a window op's output box."""
+    x = shape_of(op.operands[0])
+    window = _window(op)
+    rows, top, bottom = axis_input(Interval(*out[2]), x[2], window, 0)
+    cols, left, right = axis_input(Interval(*out[3]), x[3], window, 1)
+    attrs: dict[str, Attribute] = {"padding": DenseIntsAttr((top, bottom, left, right))}
+    return (rows.start, rows.stop), (cols.start, cols.stop), attrs
+
+
+def _conv(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
+    x, w = shape_of(op.operands[0]), shape_of(op.operands[1])
+    rows, cols, attrs = _spatial(op, out)
+    depthwise = bool(getattr(op.attributes.get("depthwise"), "value", False))
+    channels = out[1] if depthwise else (0, x[1])
+    ins: list[Box] = [(out[0], channels, rows, cols), (out[1], (0, w[1]), (0, w[2]), (0, w[3]))]
+    ins += [(out[1],) for _ in op.operands[2:]]
+    attrs["out"] = IntAttr(out[1][1] - out[1][0])
+    return tuple(ins), attrs
+
+
+def _pool(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
+    rows, cols, attrs = _spatial(op, out)
+    return ((out[0], out[1], rows, cols),), attrs
+
+
+def _global_pool(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
+    x = shape_of(op.operands[0])
+    return ((out[0], out[1], *full(x[2:])),), {}
+
+
+def _channel_norm(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
+    return (out, *((out[1],) for _ in op.operands[1:])), {}
+
+
+def _same_weights_full(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
+    return (out, *(full(shape_of(v)) for v in op.operands[1:])), {}
+
+
+def _linear(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
+    x, w = shape_of(op.operands[0]), shape_of(op.operands[1])
+    ins: list[Box] = [(*out[:-1], (0, x[-1])), ((0, w[0]), out[-1])]
+    ins += [(out[-1],) for _ in op.operands[2:]]
+    return tuple(ins), {"out": IntAttr(out[-1][1] - out[-1][0])}
+
+
+def _matmul(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
+    a, b = shape_of(op.operands[0]), shape_of(op.operands[1])
+    transposed = bool(getattr(op.attributes.get("transpose_b"), "value", False))
+    lead = out[:-2]
+    a_box = (*_broadcast(lead, a[:-2]), out[-2], (0, a[-1]))
+    n_box, k_box = out[-1], (0, b[-1] if transposed else b[-2])
+    b_tail = (n_box, k_box) if transposed else (k_box, n_box)
+    return (a_box, (*_broadcast(lead, b[:-2]), *b_tail)), {}
+
+
+def _batch_only(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
+    """Inputs read whole except their batch axis (attention, reshape, flatten)."""
+    inputs = op.inputs if isinstance(op, LayerOp) else op.operands
+    batch = shape_of(op.results[0])[0] if shape_of(op.results[0]) else 0
+    boxes = []
+    for v in op.operands:
+        shape = shape_of(v)
+        per_sample = v in inputs and shape and shape[0] == batch
+        boxes.append(with_axis(full(shape), 0, out[0]) if per_sample else full(shape))
+    return tuple(boxes), {}
+
+
+def _embedding(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
+    return (out[:-1], full(shape_of(op.operands[1]))), {}
+
+
+def _transpose(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
+    perm = _ints(op, "perm")
+    box = [(0, 0)] * len(out)
+    for i, p in enumerate(perm):
+        box[p] = out[i]
+    return (tuple(box),), {}
+
+
+def _along(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
+    """slice and concat: every input whole along ``axis``, the out box elsewhere."""
+    axis = _int(op, "axis") % len(out)
+    return tuple(with_axis(out, axis, (0, shape_of(v)[axis])) for v in op.operands), {}
+
+
+NEEDS: Mapping[str, Need] = {
+    **dict.fromkeys(ELEMENTWISE, _elementwise),
+    "conv2d": _conv, "max_pool2d": _pool, "avg_pool2d": _pool,
+    "global_avg_pool": _global_pool, "batchnorm": _channel_norm,
+    "layernorm": _same_weights_full, "softmax": _same_weights_full,
+    "linear": _linear, "matmul": _matmul, "attention": _batch_only,
+    "reshape": _batch_only, "flatten": _batch_only, "embedding": _embedding,
+    "transpose": _transpose, "slice": _along, "concat": _along,
+}
+
+
+def split_axes(op: Operation, training: bool) -> tuple[tuple[int, ...], ...]:
+    """Candidate splits of a forward op's output, best first: one axis, or a spatial grid."""
+    kind = op.kind.name if isinstance(op, LayerOp) else ""
+    rank = len(shape_of(op.results[0])) if op.results else 0
+    if not isinstance(op, LayerOp):
+        return tuple((a,) for a in range(rank))
+    if whole_batch(op, training):
+        return ((1,),) if kind == "batchnorm" else ()
+    if kind in ELEMENTWISE or kind == "transpose":
+        return tuple((a,) for a in range(rank))
+    if kind in WINDOW:
+        groups = _int(op, "groups", 1)
+        depthwise = bool(getattr(op.attributes.get("depthwise"), "value", False))
+        channel = ((1,),) if kind != "conv2d" or groups == 1 or depthwise else ()
+        return ((0,), *channel, (2, 3))
+    if kind == "global_avg_pool":
+        return ((0,), (1,))
+    return _other_axes(op, kind, rank)
+
+
+def _other_axes(op: Operation, kind: str, rank: int) -> tuple[tuple[int, ...], ...]:
+    if kind in ("layernorm",):
+        weight_rank = len(shape_of(op.operands[1])) if len(op.operands) > 1 else 1
+        return tuple((a,) for a in range(rank - weight_rank))
+    if kind in ("softmax", "slice", "concat"):
+        axis = _int(op, "axis", -1) % rank
+        return tuple((a,) for a in range(rank) if a != axis)
+    if kind == "linear":
+        return ((0,), (rank - 1,), *(((1,),) if rank == 3 else ()))
+    if kind == "matmul":
+        return ((0,), (rank - 1,), (rank - 2,)) if rank > 2 else ((rank - 1,), (rank - 2,))
+    if kind == "embedding":
+        return tuple((a,) for a in range(rank - 1))
+    if kind in ("attention",):
+        return ((0,),)
+    if kind in ("reshape", "flatten"):
+        same = shape_of(op.operands[0])[:1] == shape_of(op.results[0])[:1]
+        return ((0,),) if same else ()
+    return ()
+
+
+def _parts_along(out: Box, axes: tuple[int, ...], n: int) -> list[Box]:
+    if len(axes) == 1:
+        return [with_axis(out, axes[0], s) for s in split_span(*out[axes[0]], n)]
+    hw = extent(out)[2:4]
+    rows, cols = spatial_grid((hw[0], hw[1]), n)
+    return [with_axis(with_axis(out, 2, r), 3, c)
+            for r in split_span(*out[2], rows) for c in split_span(*out[3], cols)]
+
+
+def _capacity(out: Box, axes: tuple[int, ...], n: int) -> int:
+    if len(axes) == 1:
+        return extent(out)[axes[0]]
+    hw = extent(out)[2:4]
+    try:
+        spatial_grid((hw[0], hw[1]), n)
+    except ValueError:
+        return 1
+    return n
+
+
+def choose(out: Box, candidates: Sequence[tuple[int, ...]], n: int) -> list[Box]:
+    """Output boxes of the first candidate split reaching ``n`` parts (else the widest)."""
+    if n <= 1 or not candidates:
+        return [out]
+    widths = [min(n, _capacity(out, axes, n)) for axes in candidates]
+    best = next((k for k, w in enumerate(widths) if w >= n), widths.index(max(widths)))
+    if widths[best] <= 1:
+        return [out]
+    return _parts_along(out, candidates[best], widths[best])
+
+
+def split_forward(op: LayerOp, span: tuple[int, int], batch: int, n: int,
+                  training: bool) -> list[Part]:
+    """The parts of a forward layer op over ``n`` tiles for the item over ``span``."""
+    out = span_box(op.results[0], span, batch)
+    need = NEEDS.get(op.kind.name)
+    if need is None:
+        ins = tuple(span_box(v, span, batch) for v in op.operands)
+        return [Part((out,), ins, {}, (False,))]
+    parts = []
+    for box in choose(out, split_axes(op, training), n):
+        boxes, attrs = need(op, box)
+        parts.append(Part((box,), boxes, attrs, (False,)))
+    return parts
+
+
+def split_training(op: Operation, batch: int, n: int) -> list[Part]:
+    """The parts of a training op (whole batch) over ``n`` tiles.
+
+    Accumulations and optimizer updates are elementwise and split along their first axis;
+    gradient ops of per-sample kinds split by batch (results that are not per sample, such
+    as weight gradients, become partial sums); everything else is one part.
+    """
+    outs = tuple(full(shape_of(r)) for r in op.results)
+    whole = Part(outs, tuple(full(shape_of(v)) for v in op.operands), {}, (False,) * len(outs))
+    if isinstance(op, AccumulateOp | UpdateOp):
+        first = outs[0]
+        if not first:
+            return [whole]
+        return [Part((box,) * len(outs), tuple(_broadcast(box, shape_of(v)) for v in op.operands),
+                     {}, (False,) * len(outs))
+                for box in choose(first, ((0,),), n)]
+    if not isinstance(op, GradOp) or op.kind.is_loss or op.kind.name in NOT_PER_SAMPLE:
+        return [whole]
+    if op.role == "weight" and op.kind.name in WHOLE_WEIGHT_GRADIENT:
+        return [whole]
+    return _grad_parts(op, batch, n) or [whole]
+
+
+def _grad_parts(op: GradOp, batch: int, n: int) -> list[Part]:
+    per_sample = {op.grad_output, *op.forward_inputs}
+    spans = split_span(0, batch, n)
+    if len(spans) <= 1:
+        return []
+    parts = []
+    for span in spans:
+        ins = tuple(span_box(v, span, batch) if v in per_sample else full(shape_of(v))
+                    for v in op.operands)
+        sampled = [op.role == "input" and shape_of(r)[:1] == (batch,) for r in op.results]
+        outs = tuple(span_box(r, span, batch) if s else full(shape_of(r))
+                     for r, s in zip(op.results, sampled, strict=True))
+        parts.append(Part(outs, ins, {}, tuple(not s for s in sampled)))
+    return parts

@@ -1,0 +1,96 @@
+"""Test-only helpers: load a network, shrink its mesh, schedule it, place it simply.
+
+``simple_placement`` stands in for the ``map`` pass where it is not available: in every
+state the active columns take consecutive tile ids in column order, and column ``j`` uses
+DRAM port ``j mod ports`` (Interface 1 of the issue-7 plan).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from crane.dialects import default_context
+from crane.dialects.builtin import ModuleOp
+from crane.dialects.graph import FuncOp
+from crane.dialects.hw import MachineOp, machine_of
+from crane.dialects.segment import BlockOp, ScheduleOp
+from crane.hardware.machine import DramPort, Machine
+from crane.ir.attributes import ArrayAttr, DenseIntsAttr
+from crane.ir.builder import Builder, InsertPoint
+from crane.ir.core import Operation
+from crane.ir.diagnostics import DiagnosticEngine
+from crane.passes.autodiff import Autodiff
+from crane.passes.context import PassContext
+from crane.passes.segment import Segment
+from crane.tools.inputs import translate
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def load(name: str) -> ModuleOp:
+    path = ROOT / "examples" / f"{name}.crn"
+    module = translate("crn", path.read_text(), str(path), default_context())
+    assert isinstance(module, ModuleOp)
+    return module
+
+
+def body(module: Operation) -> list[Operation]:
+    return list(module.regions[0].blocks[0].ops)
+
+
+def set_mesh(module: ModuleOp, rows: int, cols: int) -> Machine:
+    """Replace the module's machine by the same tile on a ``rows`` x ``cols`` mesh."""
+    old = machine_of(module) or Machine.edge()
+    ports = tuple(DramPort(r, c) for r in range(rows) for c in (0, cols - 1))
+    machine = dataclasses.replace(old, rows=rows, cols=cols, dram_ports=tuple(dict.fromkeys(ports)))
+    op = next(o for o in body(module) if isinstance(o, MachineOp))
+    Builder(InsertPoint.before(op)).insert(MachineOp.build(machine))
+    op.erase()
+    return machine
+
+
+def run_pass(module: Operation, pass_: object, anchor: str | None = None) -> PassContext:
+    ctx = PassContext(default_context(), DiagnosticEngine())
+    ctx.begin_pass(getattr(pass_, "name", ""))
+    targets = [o for o in body(module) if o.name == anchor] if anchor else [module]
+    for op in targets:
+        pass_.run(op, ctx)  # type: ignore[attr-defined]
+    assert not ctx.diagnostics.has_errors if hasattr(ctx.diagnostics, "has_errors") else True
+    return ctx
+
+
+def simple_placement(module: Operation) -> None:
+    """Give every ``segment.block`` ``placement`` and ``ports`` attributes (see above)."""
+    machine = machine_of(module) or Machine.edge()
+    ports = len(machine.dram_ports)
+    for schedule in (o for o in body(module) if isinstance(o, ScheduleOp)):
+        for block in schedule.blocks:
+            place_block(block, ports)
+
+
+def place_block(block: BlockOp, ports: int) -> None:
+    lists: list[DenseIntsAttr] = []
+    chosen: list[int] = []
+    for row in block.tile_split():
+        next_tile = 0
+        for j, count in enumerate(row):
+            lists.append(DenseIntsAttr(tuple(range(next_tile, next_tile + count))))
+            chosen.append(j % ports if count else -1)
+            next_tile += count
+    block.attributes["placement"] = ArrayAttr(tuple(lists))
+    block.attributes["ports"] = DenseIntsAttr(tuple(chosen))
+
+
+def prepared(name: str, rows: int, cols: int, training: bool,
+             batch: int = 0) -> tuple[ModuleOp, FuncOp, ScheduleOp, Machine]:
+    """Load, shrink the mesh, schedule (then expand training), place."""
+    module = load(name)
+    machine = set_mesh(module, rows, cols)
+    run_pass(module, Segment(time_limit=0.01, batch=batch))
+    if training:
+        run_pass(module, Autodiff(), "graph.func")
+    simple_placement(module)
+    func = next(o for o in body(module) if isinstance(o, FuncOp))
+    schedule = next(o for o in body(module) if isinstance(o, ScheduleOp))
+    return module, func, schedule, machine
