@@ -9,6 +9,7 @@ import pytest
 from crane.dialects import default_context
 from crane.dialects.builtin import ModuleOp
 from crane.dialects.hw import MACHINE_ATTR, MachineOp
+from crane.dialects.layers.values import AttrValue
 from crane.dialects.tile import (
     AllocOp,
     BarrierOp,
@@ -30,7 +31,7 @@ from crane.ir.verifier import verify
 
 MACHINE = dataclasses.replace(Machine.edge(), name="m", rows=2, cols=2, sram_bytes=4096,
                               dram_ports=Machine.edge_ports(2, 2))
-CONV = {"out": 2, "kernel": (3, 3), "stride": (1, 1), "padding": (1, 1, 1, 1),
+CONV: dict[str, AttrValue] = {"out": 2, "kernel": (3, 3), "stride": (1, 1), "padding": (1, 1, 1, 1),
         "dilation": (1, 1), "groups": 1, "depthwise": False, "bias": False}
 
 
