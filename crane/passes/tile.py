@@ -50,8 +50,10 @@ def parse_size(text: str) -> int:
     if match is None:
         raise OptionError(f"memory-cap '{text}' is not a size (e.g. 11GB or 10.5GiB)")
     number, unit = match.groups()
+    if unit is None:
+        raise OptionError(f"memory-cap '{text}' needs a unit, e.g. 11GB or 10.5GiB")
     try:
-        value = convert(float(number), unit_def(unit, None) if unit else None, BYTES, "memory-cap", text)
+        value = convert(float(number), unit_def(unit, None), BYTES, "memory-cap", text)
     except UnitError as problem:
         raise OptionError(problem.message) from None
     return int(value)
@@ -67,8 +69,10 @@ def explicit_segments(chains: Sequence[Chain], counts: Sequence[int],
         while position < len(chain.ops) and (todo or not counts):
             size = todo.pop(0) if counts else len(chain.ops)
             if size < 1 or position + size > len(chain.ops):
+                first = chain.ops[position]
                 raise OptionError(f"a segment of {size} ops does not fit the chain from "
-                                  f"'{chain.ops[position].name}' ({len(chain.ops) - position} ops left)")
+                                  f"%{first.results[0].name_hint} ({first.name}): "
+                                  f"{len(chain.ops) - position} ops left")
             spans.append((chain, position, position + size))
             position += size
     if todo:
