@@ -51,10 +51,13 @@ class AllocationError(Exception):
     """The buffers of a tile do not fit its SRAM; says where and what is live there."""
 
     def __init__(self, tile: int | None, instruction: int, live: Sequence[tuple[str, int]],
-                 capacity: int, reason: str) -> None:
+                 capacity: int, reason: str, ranges: Sequence[LiveRange] = ()) -> None:
         self.tile = tile
         self.instruction = instruction
         self.live = tuple(live)
+        """(name, bytes) of every buffer live at ``instruction``, largest first."""
+        self.ranges = tuple(ranges)
+        """The live range (double buffering applied) of each buffer of ``live``."""
         self.capacity = capacity
         self.reason = reason
         super().__init__(self.describe())
@@ -135,10 +138,11 @@ def _attempt(order: Sequence[int], sizes: Sequence[int], ranges: Sequence[LiveRa
     return placer.offsets, -1, []
 
 
-def _error(tile: int | None, requests: Sequence[BufferRequest], pressure: Pressure,
-           capacity: int, reason: str) -> AllocationError:
+def _error(tile: int | None, requests: Sequence[BufferRequest], ranges: Sequence[LiveRange],
+           pressure: Pressure, capacity: int, reason: str) -> AllocationError:
     live = [(requests[i].name, requests[i].nbytes) for i in pressure.live]
-    return AllocationError(tile, pressure.instruction, live, capacity, reason)
+    return AllocationError(tile, pressure.instruction, live, capacity, reason,
+                           [ranges[i] for i in pressure.live])
 
 
 def allocate(requests: Sequence[BufferRequest], capacity: int, *,
@@ -158,7 +162,7 @@ def allocate(requests: Sequence[BufferRequest], capacity: int, *,
         return Allocation((), (), 0, 0, capacity, alignment)
     pressure = peak_pressure(sizes, ranges)
     if pressure.nbytes > capacity:
-        raise _error(tile, requests, pressure, capacity,
+        raise _error(tile, requests, ranges, pressure, capacity,
                      f"needs {pressure.nbytes - capacity:,} bytes more than the SRAM holds")
     by_size = sorted(range(len(requests)), key=lambda i: (-sizes[i], ranges[i].start, i))
     by_start = sorted(range(len(requests)), key=lambda i: (ranges[i].start, -sizes[i], i))
@@ -174,7 +178,7 @@ def allocate(requests: Sequence[BufferRequest], capacity: int, *,
         assert failure is not None
         failed, blocking = failure
         local = peak_pressure(sizes, ranges, [failed, *blocking])
-        raise _error(tile, requests, local, capacity,
+        raise _error(tile, requests, ranges, local, capacity,
                      f"no free gap of {sizes[failed]:,} bytes for {requests[failed].name} "
                      "(the free bytes are fragmented)")
     extents = [max((o + s for o, s in zip(offs, sizes, strict=True)), default=0)

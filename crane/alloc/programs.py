@@ -1,0 +1,63 @@
+"""Allocation requests of a ``tile.program``: buffers and live ranges from SSA uses.
+
+Instructions are numbered by their position in the program (``tile.alloc`` ops included).
+A buffer (a ``tile.alloc`` result) is live from its first use to its last use, in program
+order; a buffer nobody uses is live at its ``tile.alloc`` only. It is a DMA target when its
+first use is a ``tile.load``. Compute steps (what double buffering moves loads ahead of)
+are the ``tile.compute`` and ``tile.copy`` instructions, the work of the compute unit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from crane.alloc.assign import Allocation, allocate
+from crane.alloc.liveness import BufferRequest
+from crane.dialects.tile import AllocOp, ComputeOp, CopyOp, LoadOp, ProgramOp
+from crane.ir.core import Operation
+
+
+@dataclass(frozen=True)
+class ProgramBuffers:
+    """The buffers of one program with the ops they come from, ready for :func:`allocate`."""
+
+    allocs: tuple[AllocOp, ...]
+    requests: tuple[BufferRequest, ...]
+    compute_steps: tuple[int, ...]
+    instructions: tuple[Operation, ...]
+
+
+def buffer_name(op: AllocOp, k: int) -> str:
+    """How messages name a buffer: its SSA name (``%x``), else ``buffer #k``."""
+    hint = op.buffer.name_hint
+    return f"%{hint}" if hint else f"buffer #{k}"
+
+
+def program_buffers(program: ProgramOp) -> ProgramBuffers:
+    """The allocation requests of ``program`` (see the module docstring)."""
+    instructions = tuple(program.instructions)
+    position = {id(op): i for i, op in enumerate(instructions)}
+    allocs: list[AllocOp] = []
+    requests: list[BufferRequest] = []
+    names: set[str] = set()
+    for i, op in enumerate(instructions):
+        if not isinstance(op, AllocOp):
+            continue
+        name = buffer_name(op, len(allocs))
+        name = name if name not in names else f"{name}#{len(allocs)}"
+        names.add(name)
+        users = sorted({position[id(u)] for u in op.buffer.users() if id(u) in position})
+        first, last = (users[0], users[-1]) if users else (i, i)
+        loaded = bool(users) and isinstance(instructions[first], LoadOp)
+        requests.append(BufferRequest(name, op.byte_size, first, last,
+                                      dma_target=loaded))
+        allocs.append(op)
+    steps = tuple(i for i, op in enumerate(instructions) if isinstance(op, ComputeOp | CopyOp))
+    return ProgramBuffers(tuple(allocs), tuple(requests), steps, instructions)
+
+
+def allocate_program(buffers: ProgramBuffers, capacity: int, tile: int, alignment: int,
+                     double_buffer: bool) -> Allocation:
+    """Offsets for ``buffers`` (raises ``AllocationError`` naming ``tile``)."""
+    return allocate(buffers.requests, capacity, compute_steps=buffers.compute_steps,
+                    alignment=alignment, double_buffer=double_buffer, tile=tile)
