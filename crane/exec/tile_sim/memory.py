@@ -72,6 +72,8 @@ class Sram:
     capacity: int
     arrays: dict[Value, Array] = field(default_factory=dict)
     placed: dict[Value, _Placed] = field(default_factory=dict)
+    valid: dict[Value, _Placed] = field(default_factory=dict)
+    """The placed buffers whose bytes still hold what was last written through them."""
     written: set[Value] = field(default_factory=set)
     arena: Array | None = None
 
@@ -124,10 +126,12 @@ class Sram:
         if placed is None:
             return
         placed.valid, placed.clobbered_by = True, None
-        for other, where in self.placed.items():
-            if other is value or not where.valid or where.end <= placed.start or placed.end <= where.start:
-                continue
+        hit = [other for other, where in self.valid.items()
+               if other is not value and where.start < placed.end and placed.start < where.end]
+        for other in hit:
+            where = self.valid.pop(other)
             where.valid, where.clobbered_by, where.clobbering_buffer = False, op, value
+        self.valid[value] = placed
 
     def _array(self, value: Value, op: Operation) -> Array:
         array = self.arrays.get(value)

@@ -86,3 +86,18 @@ def test_whole_networks_op_by_op_on_a_2x2_mesh_match_the_interpreter(network: st
     assert report.ok, report.lines()
     assert len(report.comparisons) > (10 if train else 0)
     assert report.counters.noc_bytes > 0
+
+
+def test_allocated_programs_run_in_the_sram_arena_and_still_match() -> None:
+    import subprocess
+    import sys
+
+    from tile_testing import parse
+    _, func = crn_func(ROOT / "examples" / "tiny_resnet.crn")
+    text = print_op(lower_whole_ops(func, 2, 2))
+    done = subprocess.run([sys.executable, "-m", "crane.opt", "-p", "alloc", "-"], input=text,
+                          capture_output=True, text=True, cwd=str(ROOT), timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "{offset = -1}" not in done.stdout
+    report = check(parse(done.stdout))
+    assert report.ok, report.lines()
