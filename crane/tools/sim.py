@@ -3,6 +3,7 @@
     crane-sim model.tile.mlir                  # run every tile.program, summarise DRAM outputs
     crane-sim model.tile.mlir --check          # compare with the reference interpreter
     crane-opt m.crn -p lower-to-tile | crane-sim - --check --rtol 1e-4
+    crane-sim model.tile.mlir --timing --trace run.json   # timing (crane.tools.sim_timing)
 
 The input is IR text holding ``tile.program`` ops beside their ``hw.machine`` and (for
 ``--check``) the ``graph.func`` they were lowered from. Without ``--check`` every DRAM
@@ -26,6 +27,7 @@ from crane.ir.diagnostics import DiagnosticError, SourceManager, render
 from crane.ir.verifier import verify
 from crane.tools.inputs import input_format, translate
 from crane.tools.run import UsageError, _inputs, _read_input, _weights, summarise
+from crane.tools.sim_timing import add_timing_arguments, run_timing, timing_requested
 
 MISMATCH = 3
 
@@ -44,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="give an input (repeatable)")
     parser.add_argument("--weights", default=None, metavar="DIR", help="read weights as DIR/<name>.npy where present")
     parser.add_argument("--show", type=int, default=4, help="how many leading values to print (default 4)")
+    add_timing_arguments(parser)
     return parser
 
 
@@ -57,6 +60,10 @@ def run(args: argparse.Namespace, sources: SourceManager) -> int:
     problems = verify(module)
     if problems:
         raise DiagnosticError(*problems)
+    if timing_requested(args):
+        run_timing(module, args)
+        if not args.check:
+            return 0
     inputs, weights = _inputs(args.inputs), _weights(args.weights)
     if args.check:
         report = check(module, rtol=args.rtol, seed=args.seed, inputs=inputs, weights=weights, func=args.func)
