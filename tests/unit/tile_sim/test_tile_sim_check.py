@@ -76,13 +76,14 @@ def test_errors_are_located_with_exit_1_and_usage_errors_exit_2(tmp_path: Path,
 
 @pytest.mark.parametrize("network", ["tiny_resnet", "tiny_transformer"])
 @pytest.mark.parametrize("train", [False, True], ids=["inference", "training"])
-def test_whole_networks_op_by_op_on_a_2x2_mesh_match_the_interpreter(network: str, train: bool) -> None:
+@pytest.mark.parametrize("mesh", [2, 4], ids=["2x2", "4x4"])
+def test_whole_networks_op_by_op_match_the_interpreter(network: str, train: bool, mesh: int) -> None:
     _, func = crn_func(ROOT / "examples" / f"{network}.crn")
     if train:
         config = resolve_training(func.attributes.get("training"), "", "", {"lr": None})
         assert config is not None
         expand_training_step(func, config)
-    report = check(lower_whole_ops(func, 2, 2))
+    report = check(lower_whole_ops(func, mesh, mesh))
     assert report.ok, report.lines()
     assert len(report.comparisons) > (10 if train else 0)
     assert report.counters.noc_bytes > 0
