@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tile_testing import FILECHECK, ROOT, crn_func, load, lower_whole_ops
+from tile_sim_testing import FILECHECK, ROOT, crn_func, load, lower_whole_ops
 
 from crane.autodiff import expand_training_step, resolve_training
 from crane.exec.tile_sim.check import check
@@ -38,7 +38,7 @@ def test_a_wrong_weight_slice_is_a_mismatch_with_exit_3(tmp_path: Path, capsys: 
 
 def test_an_output_no_dram_tensor_holds_is_a_mismatch() -> None:
     text = print_op(load("pipeline.mlir")).replace('{name = "z",', '{name = "zz",').replace('tensor = "z"', 'tensor = "zz"')
-    from tile_testing import parse
+    from tile_sim_testing import parse
     report = check(parse(text))
     assert not report.ok
     assert report.lines()[0] == "FAIL  z  4x8  max_abs=inf  max_rel=inf  <- (missing: no DRAM tensor holds it)"
@@ -93,7 +93,7 @@ def test_allocated_programs_run_in_the_sram_arena_and_still_match() -> None:
     import subprocess
     import sys
 
-    from tile_testing import parse
+    from tile_sim_testing import parse
     _, func = crn_func(ROOT / "examples" / "tiny_resnet.crn")
     text = print_op(lower_whole_ops(func, 2, 2))
     done = subprocess.run([sys.executable, "-m", "crane.opt", "-p", "alloc", "-"], input=text,

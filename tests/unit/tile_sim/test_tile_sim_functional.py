@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tile_testing import load, parse
+from tile_sim_testing import load, parse
 
 from crane.exec.tile_sim.functional import graph_func, initial_dram, run_programs, simulate
 from crane.exec.tile_sim.memory import SimulationError
