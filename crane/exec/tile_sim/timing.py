@@ -162,6 +162,8 @@ class _Tile:
     queues: dict[str, list[int]]
     heads: dict[str, int]
     running: dict[str, int]
+    cursor: list[int] = field(default_factory=list)
+    """Per instruction: how many of its (sorted) dependences are known complete."""
     next_issue: int = 0
     spans: list[tuple[float, float, str]] = field(default_factory=list)
     """(begin, end, unit) of every completed instruction but barriers."""
@@ -175,7 +177,7 @@ def _tile_state(prog: TileProgram) -> _Tile:
         queues[ins.queue].append(ins.index)
     n = len(prog.instrs)
     return _Tile(prog, [False] * n, [0.0] * n, queues, dict.fromkeys(QUEUES, 0),
-                 dict.fromkeys(QUEUES, -1), remaining=n)
+                 dict.fromkeys(QUEUES, -1), cursor=[0] * n, remaining=n)
 
 
 class _Simulator:
@@ -250,8 +252,12 @@ class _Simulator:
     def ready(self, state: _Tile, ins: Instr) -> bool:
         if ins.queue in EXCLUSIVE and state.running[ins.queue] >= 0:
             return False
-        done = state.done
-        return all(done[d] for d in ins.deps)
+        done, deps = state.done, ins.deps
+        k = state.cursor[ins.index]
+        while k < len(deps) and done[deps[k]]:
+            k += 1
+        state.cursor[ins.index] = k
+        return k == len(deps)
 
     # ----- starting and completing instructions
 
