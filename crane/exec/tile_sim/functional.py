@@ -71,17 +71,16 @@ def module_ops(module: Operation) -> list[Operation]:
 
 
 def graph_func(module: Operation, name: str | None = None) -> FuncOp | None:
-    """The ``graph.func`` the programs were lowered from: ``name``, the one a
-    ``segment.schedule`` names, or the first."""
-    funcs = [op for op in module_ops(module) if isinstance(op, FuncOp)]
-    wanted = name
-    for op in module_ops(module) if wanted is None else ():
-        target = op.attributes.get("func") if op.name == "segment.schedule" else None
-        wanted = getattr(target, "root", None) or wanted
+    """The ``graph.func`` the programs were lowered from: ``name``, else the one a
+    ``segment.schedule`` names, else the first."""
+    ops = module_ops(module)
+    scheduled = [getattr(op.attributes.get("func"), "root", None) for op in ops if op.name == "segment.schedule"]
+    wanted = name if name is not None else next((s for s in scheduled if s), None)
+    funcs = [op for op in ops if isinstance(op, FuncOp)]
     for func in funcs:
         if wanted is None or getattr(func.attributes.get("sym_name"), "value", None) == wanted:
             return func
-    return funcs[0] if funcs and wanted is None else None
+    return None
 
 
 def _seeded_input(tensor: DramOp, func: FuncOp | None, seed: int) -> Array:
