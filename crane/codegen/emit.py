@@ -35,6 +35,7 @@ from crane.codegen.program import (
     Barrier,
     Buffer,
     Compute,
+    Copy,
     DramTensor,
     Instruction,
     Load,
@@ -45,8 +46,7 @@ from crane.codegen.program import (
 )
 from crane.codegen.rules import ELEMENTWISE, Part, shape_of, split_forward, split_training
 from crane.dialects.graph import LayerOp, WeightOp
-from crane.dialects.graph_grad import GradOp, OptimizerStateOp
-from crane.ir.attributes import Attribute, IntAttr
+from crane.dialects.graph_grad import OptimizerStateOp
 from crane.ir.core import BlockArgument, Operation, Value
 from crane.ir.types import TensorType
 
@@ -173,7 +173,7 @@ class Emitter:
         if hits and sum(volume(cut) for cut, _ in hits) == volume(box):
             parts = [(cut, self.move(self.cut(p.buffer, p.box, cut, value), tile, value))
                      for cut, p in hits]
-            return self.join(parts, tile, value)
+            return self.join(parts, box, tile, value)
         stored = [b for b, phase in self.stored.get(value, ()) if phase < self.phase]
         covered = sum(volume(c) for b in stored if (c := intersect(b, box)) is not None)
         if covered != volume(box):
@@ -187,17 +187,13 @@ class Emitter:
         return buffer
 
     def cut(self, buffer: Buffer, have: Box, want: Box, value: Value) -> Buffer:
-        """``want`` out of a buffer holding ``have``, one ``slice`` per axis that differs."""
-        for axis, ((a, b), (c, d)) in enumerate(zip(have, want, strict=True)):
-            if (a, b) == (c, d):
-                continue
-            have = (*have[:axis], (c, d), *have[axis + 1:])
-            out = self.alloc(buffer.tile, extent(have), value)
-            attrs: dict[str, Attribute] = {"axis": IntAttr(axis), "start": IntAttr(c - a),
-                                           "stop": IntAttr(d - a)}
-            self.emit(buffer.tile, Compute("slice", (out,), (buffer,), attrs))
-            buffer = out
-        return buffer
+        """``want`` out of a buffer holding ``have`` (a ``copy`` unless they are equal)."""
+        if have == want:
+            return buffer
+        out = self.alloc(buffer.tile, extent(want), value)
+        offsets = tuple(c - a for (a, _), (c, _) in zip(have, want, strict=True))
+        self.emit(buffer.tile, Copy(out, buffer, offsets, (0,) * len(want), extent(want)))
+        return out
 
     def move(self, buffer: Buffer, tile: int, value: Value) -> Buffer:
         """``buffer`` sent to ``tile`` (itself when it is already there)."""
@@ -209,22 +205,15 @@ class Emitter:
         self.emit(tile, Recv(target, buffer.tile, self.tags))
         return target
 
-    def join(self, parts: Sequence[tuple[Box, Buffer]], tile: int, value: Value) -> Buffer:
-        """One buffer from pieces tiling a box: concat along an axis that separates them."""
+    def join(self, parts: Sequence[tuple[Box, Buffer]], box: Box, tile: int, value: Value) -> Buffer:
+        """One buffer holding ``box`` from pieces that tile it (a ``copy`` per piece)."""
         if len(parts) == 1:
             return parts[0][1]
-        for axis in range(len(parts[0][0])):
-            spans = sorted({box[axis] for box, _ in parts})
-            if len(spans) < 2 or any(spans[k][1] > spans[k + 1][0] for k in range(len(spans) - 1)):
-                continue
-            groups = [[p for p in parts if p[0][axis] == span] for span in spans]
-            joined = [self.join(group, tile, value) for group in groups]
-            shape = list(joined[0].shape)
-            shape[axis] = sum(b.shape[axis] for b in joined)
-            out = self.alloc(tile, tuple(shape), value)
-            self.emit(tile, Compute("concat", (out,), tuple(joined), {"axis": IntAttr(axis)}))
-            return out
-        raise CodegenError(f"codegen bug: pieces of '{value.name_hint}' do not form a grid")
+        out = self.alloc(tile, extent(box), value)
+        for have, buffer in parts:
+            offsets = tuple(a - c for (a, _), (c, _) in zip(have, box, strict=True))
+            self.emit(tile, Copy(out, buffer, (0,) * len(have), offsets, extent(have)))
+        return out
 
     # ----- ops
     def run_op(self, op: Operation, parts: Sequence[tuple[int, Part]], port: int) -> None:
@@ -232,12 +221,11 @@ class Emitter:
         held = bool(self.ctx.fused.get(self.ctx.layer_of.get(op, ""))) and self.block >= 0
         made: list[list[Piece]] = [[] for _ in op.results]
         partial: list[list[Buffer]] = [[] for _ in op.results]
-        weights = op.num_weights if isinstance(op, LayerOp | GradOp) else 0
         for tile, part in parts:
             ins = tuple(self.get(v, box, tile, port) for v, box in zip(op.operands, part.ins, strict=True))
             outs = tuple(self.alloc(tile, extent(box), r) for r, box in zip(op.results, part.outs, strict=True))
             attrs = {**op.attributes, **part.attrs}
-            self.emit(tile, Compute(_op_name(op), outs, ins, attrs, weights))
+            self.emit(tile, Compute(_op_name(op), outs, ins, attrs))
             for k, (box, buffer) in enumerate(zip(part.outs, outs, strict=True)):
                 if part.partial and part.partial[k]:
                     partial[k].append(buffer)
@@ -253,13 +241,14 @@ class Emitter:
                 self.store(result, pieces, port)
 
     def reduce(self, buffers: Sequence[Buffer], value: Value) -> Buffer:
-        total = buffers[0]
-        for other in buffers[1:]:
-            moved = self.move(other, total.tile, value)
-            out = self.alloc(total.tile, total.shape, value)
-            self.emit(total.tile, Compute("add", (out,), (total, moved)))
-            total = out
-        return total
+        """Partial sums sent to the first one's tile and added there (``accumulate``)."""
+        first = buffers[0]
+        if len(buffers) == 1:
+            return first
+        moved = [first, *(self.move(b, first.tile, value) for b in buffers[1:])]
+        out = self.alloc(first.tile, first.shape, value)
+        self.emit(first.tile, Compute("accumulate", (out,), tuple(moved)))
+        return out
 
     def store(self, value: Value, pieces: Sequence[Piece], port: int) -> None:
         name = self.tensor(value).name

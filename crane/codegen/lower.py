@@ -18,7 +18,15 @@ from collections.abc import Sequence
 from crane.autodiff import is_training_step
 from crane.codegen.emit import Context, Emitter
 from crane.codegen.ownership import CodegenError, Ownership, owners
-from crane.codegen.plan import Home, Phase, backward_phases, block_phases, placement_of, widest
+from crane.codegen.plan import (
+    Home,
+    Phase,
+    backward_phases,
+    block_phase,
+    block_phases,
+    placement_of,
+    widest,
+)
 from crane.codegen.program import TileModule
 from crane.codegen.rebatch import rebatched
 from crane.codegen.rules import whole_batch
@@ -87,9 +95,11 @@ def lower_func(func: FuncOp, schedule: ScheduleOp, machine: Machine) -> TileModu
     training = is_training_step(func)
     original = func
     func, batch = _batch(func, schedule)
-    own = owners(func, training)
-    blocks = schedule.blocks
+    blocks = [b for b in schedule.blocks if block_phase(b) == "forward"]
     block_of = {name: b for b, block in enumerate(blocks) for name in block.layer_names}
+    own = owners(func, training)
+    if training and any(layer not in block_of for _, layer in own.forward):
+        own = owners(func, training, forward_only=False)
     _check_layers(own, block_of, schedule)
     ops_of: dict[str, list[Operation]] = {}
     for op, layer in own.forward:
@@ -104,7 +114,9 @@ def lower_func(func: FuncOp, schedule: ScheduleOp, machine: Machine) -> TileModu
             homes[name] = widest(table, j)
         phases += block_phases(block, b, table, batch, _sequential(block, ops_of, batch, training))
     backward = _accumulate_owners(own, block_of)
-    phases += backward_phases(backward, block_of, homes, batch)
+    rank = {name: len(blocks) - b for name, b in block_of.items()}
+    _backward_homes(schedule, machine, homes, rank)
+    phases += backward_phases(backward, rank, homes, block_of, batch)
     layer_of = {**dict(own.forward), **dict(backward)}
     ctx = Context(batch, training, layer_of, fused, block_of, output_names(func),
                   frozenset(op for op, _ in backward))
@@ -114,6 +126,23 @@ def lower_func(func: FuncOp, schedule: ScheduleOp, machine: Machine) -> TileModu
     sym = original.attributes.get("sym_name")
     label = sym.value if isinstance(sym, StringAttr) else ""
     return TileModule(label, emitter.programs, list(emitter.tensors.values()))
+
+
+def _backward_homes(schedule: ScheduleOp, machine: Machine, homes: dict[str, Home],
+                    rank: dict[str, int]) -> None:
+    """Homes and ranks of layers with a ``<layer>.grad`` column in a placed backward block."""
+    moved: set[str] = set()
+    for position, block in enumerate(schedule.blocks):
+        if block_phase(block) == "forward" or "placement" not in block.attributes:
+            continue
+        table, _ = placement_of(block, machine.tiles, len(machine.dram_ports))
+        for j, name in enumerate(block.layer_names):
+            layer = name.removesuffix(".grad")
+            if name == layer or layer in moved or layer not in homes or not widest(table, j).tiles:
+                continue
+            moved.add(layer)
+            homes[layer] = widest(table, j)
+            rank[layer] = -len(schedule.blocks) + position
 
 
 def _sequential(block: BlockOp, ops_of: dict[str, list[Operation]], batch: int,

@@ -16,7 +16,9 @@ whose tiles run it:
   an accumulation with the operand produced last (in backward order), a fill with its user.
 
 The merge rule counts only forward users, so a training step (whose backward ops read
-every forward value) maps onto the forward layers its inference graph was scheduled with.
+every forward value) maps onto the forward layers its inference graph was scheduled with;
+codegen falls back to counting every user (``from_graph`` on the training step itself)
+when that is what the schedule's layers say.
 """
 
 from __future__ import annotations
@@ -41,11 +43,14 @@ class CodegenError(Exception):
 class _ForwardBuilder(_Builder):
     """``from_graph``'s walk, with merges decided on forward users only."""
 
-    def __init__(self, batch: int, elem_bytes: int, training: bool) -> None:
+    def __init__(self, batch: int, elem_bytes: int, training: bool, forward_only: bool) -> None:
         super().__init__(batch, elem_bytes)
         self.training = training
+        self.forward_only = forward_only
 
     def mergeable(self, op: LayerOp) -> bool:
+        if not self.forward_only:
+            return super().mergeable(op)
         source = op.inputs[0]
         users = [u for u in source.users()
                  if isinstance(u, LayerOp) or (isinstance(u, ReturnOp) and not self.training)]
@@ -74,9 +79,13 @@ def _live(func: FuncOp) -> set[Operation]:
     return live
 
 
-def owners(func: FuncOp, training: bool) -> Ownership:
-    """Assign every live op of ``func`` to a workload layer (see the module docstring)."""
-    builder = _ForwardBuilder(graph_batch(func), 1, training)
+def owners(func: FuncOp, training: bool, forward_only: bool = True) -> Ownership:
+    """Assign every live op of ``func`` to a workload layer (see the module docstring).
+
+    ``forward_only=False`` merges as ``from_graph`` does on the function as it stands
+    (counting backward users too): the layers of a schedule made after ``autodiff``.
+    """
+    builder = _ForwardBuilder(graph_batch(func), 1, training, forward_only)
     live = _live(func)
     direct: dict[Operation, str] = {}
     pending: list[Operation] = []

@@ -13,10 +13,13 @@ A *phase* ends with a barrier of every tile. For a ``segment.block`` (its ``tile
   has passed the layer, so each column becomes one phase over the whole batch, on the
   tiles of the column's widest state.
 
-Training ops then run after every forward block, blocks in reverse order, one op per phase
-over the whole batch on the tiles of their forward layer's widest state (rule of
-``crane.codegen.ownership``). If that order is not topological (an op reads a result placed
-in a later phase) the backward ops keep graph order instead.
+Training ops then run after every forward block, one op per phase over the whole batch
+(backward sub-batching is not done). When the schedule carries backward blocks (``phase``
+``bw1``/``bw2``, columns ``<layer>.grad``), an op runs on the tiles of its layer's
+``<layer>.grad`` column (its widest state), in the order of those blocks; otherwise (and
+for layers without such a column) on the tiles of its forward layer's widest state,
+forward blocks in reverse order. If that order is not topological (an op reads a result
+placed in a later phase) the backward ops keep graph order instead.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from dataclasses import dataclass
 
 from crane.codegen.ownership import CodegenError
 from crane.dialects.segment import BlockOp
-from crane.ir.attributes import ArrayAttr, DenseIntsAttr, IntAttr
+from crane.ir.attributes import ArrayAttr, DenseIntsAttr, IntAttr, StringAttr
 from crane.ir.core import Operation
 
 
@@ -56,6 +59,12 @@ class Phase:
     items: tuple[Item, ...] = ()
     ops: tuple[Operation, ...] = ()
     """Training ops of a backward phase (run on ``items[0].home``)."""
+
+
+def block_phase(block: BlockOp) -> str:
+    """``forward`` (the default), ``bw1`` or ``bw2`` (training schedules)."""
+    attr = block.attributes.get("phase")
+    return attr.value if isinstance(attr, StringAttr) else "forward"
 
 
 def placement_of(block: BlockOp, tiles: int, ports: int) -> tuple[list[list[Home]], int]:
@@ -120,12 +129,14 @@ def block_phases(block: BlockOp, index: int, homes: Sequence[Sequence[Home]], ba
     return phases
 
 
-def backward_phases(ops: Sequence[tuple[Operation, str]], block_of: Mapping[str, int],
-                    homes: Mapping[str, Home], batch: int) -> list[Phase]:
-    """One phase per training op, blocks in reverse order (graph order if not topological)."""
+def backward_phases(ops: Sequence[tuple[Operation, str]], rank: Mapping[str, int],
+                    homes: Mapping[str, Home], block_of: Mapping[str, int],
+                    batch: int) -> list[Phase]:
+    """One phase per training op, in ``rank`` order of their layers, graph order within a
+    layer's rank (all graph order if that is not topological)."""
     position = {op: k for k, (op, _) in enumerate(ops)}
     layer = dict(ops)
-    ordered = sorted(ops, key=lambda pair: (-block_of[pair[1]], position[pair[0]]))
+    ordered = sorted(ops, key=lambda pair: (rank[pair[1]], position[pair[0]]))
     placed = {op: k for k, (op, _) in enumerate(ordered)}
     topological = all(placed.get(v.owner_op, -1) < placed[op]
                       for op, _ in ordered for v in op.operands if v.owner_op in placed)

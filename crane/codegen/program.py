@@ -65,6 +65,17 @@ class Recv:
 
 
 @dataclass(frozen=True, slots=True)
+class Copy:
+    """The box ``shape`` at ``src_offsets`` of ``src`` into ``dst`` at ``dst_offsets``."""
+
+    dst: Buffer
+    src: Buffer
+    src_offsets: tuple[int, ...]
+    dst_offsets: tuple[int, ...]
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Compute:
     """``outs = op(ins)`` with graph-op attributes at tile level."""
 
@@ -72,8 +83,6 @@ class Compute:
     outs: tuple[Buffer, ...]
     ins: tuple[Buffer, ...]
     attrs: Mapping[str, Attribute] = field(default_factory=dict)
-    weights: int = 0
-    """How many trailing ``ins`` are the op's weights (graph layer ops)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +91,7 @@ class Barrier:
     tiles: tuple[int, ...]
 
 
-Instruction = Alloc | Load | Store | Send | Recv | Compute | Barrier
+Instruction = Alloc | Load | Store | Send | Recv | Copy | Compute | Barrier
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from crane.codegen.boxes import Box, extent, full, split_span, with_axis
 from crane.dialects.graph import LayerOp
 from crane.dialects.graph_grad import AccumulateOp, GradOp, UpdateOp
-from crane.ir.attributes import Attribute, DenseIntsAttr, IntAttr
+from crane.ir.attributes import Attribute, BoolAttr, DenseIntsAttr, IntAttr
 from crane.ir.core import Operation, Value
 from crane.ir.types import TensorType
 from crane.tiling.cores import spatial_grid
@@ -131,6 +131,8 @@ def _conv(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute
 
 def _pool(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
     rows, cols, attrs = _spatial(op, out)
+    if "ceil_mode" in op.attributes:
+        attrs["ceil_mode"] = BoolAttr(False)  # the patch is padded to exactly its windows
     return ((out[0], out[1], rows, cols),), attrs
 
 
@@ -176,6 +178,12 @@ def _batch_only(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Att
     return tuple(boxes), {}
 
 
+def _reshape(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
+    boxes, _ = _batch_only(op, out)
+    attrs: dict[str, Attribute] = {"shape": DenseIntsAttr(extent(out))} if "shape" in op.attributes else {}
+    return boxes, attrs
+
+
 def _embedding(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
     return (out[:-1], full(shape_of(op.operands[1]))), {}
 
@@ -200,7 +208,7 @@ NEEDS: Mapping[str, Need] = {
     "global_avg_pool": _global_pool, "batchnorm": _channel_norm,
     "layernorm": _same_weights_full, "softmax": _same_weights_full,
     "linear": _linear, "matmul": _matmul, "attention": _batch_only,
-    "reshape": _batch_only, "flatten": _batch_only, "embedding": _embedding,
+    "reshape": _reshape, "flatten": _batch_only, "embedding": _embedding,
     "transpose": _transpose, "slice": _along, "concat": _along,
 }
 

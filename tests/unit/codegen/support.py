@@ -56,7 +56,7 @@ def run_pass(module: Operation, pass_: object, anchor: str | None = None) -> Pas
     targets = [o for o in body(module) if o.name == anchor] if anchor else [module]
     for op in targets:
         pass_.run(op, ctx)  # type: ignore[attr-defined]
-    assert not ctx.diagnostics.has_errors if hasattr(ctx.diagnostics, "has_errors") else True
+    assert not ctx.diagnostics.error_count, ctx.diagnostics.render_all()
     return ctx
 
 

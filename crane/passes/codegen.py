@@ -1,0 +1,136 @@
+"""``codegen``: one ``tile.program`` per mesh tile from a scheduled, placed network."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from typing import Literal
+
+from crane.codegen.listing import json_text, listing
+from crane.codegen.lower import lower_func, scheduled_funcs
+from crane.codegen.ownership import CodegenError
+from crane.codegen.program import TileModule
+from crane.codegen.to_ir import tile_ops
+from crane.dialects.hw import machine_of
+from crane.dialects.tile import DramOp, ProgramOp
+from crane.ir.builder import Builder, InsertPoint
+from crane.ir.core import Operation
+from crane.ir.printer import print_op
+from crane.passes.context import PassContext
+from crane.passes.pass_base import Pass
+
+
+def write_atomically(target: str, text: str) -> None:
+    """Write beside ``target`` and rename, so a failure never leaves a partial file."""
+    directory = os.path.dirname(os.path.abspath(target))
+    fd, temp = tempfile.mkstemp(dir=directory, prefix=".crane-codegen-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temp, target)
+    except BaseException:
+        if os.path.exists(temp):
+            os.unlink(temp)
+        raise
+
+
+@dataclass(frozen=True)
+class Codegen(Pass):
+    """Lower the scheduled ``graph.func`` of a module to one ``tile.program`` per mesh tile.
+
+    Needs the function's ``segment.schedule`` (``segment``) with ``placement`` and
+    ``ports`` on every forward block (``map``), and the module's ``hw.machine``. The
+    programs (``crane.codegen``) follow the schedule block by block and state by state:
+    each active column's sub-batches are split over its tiles (by batch, else output
+    channel, else space), inputs and weights are loaded from DRAM or received from the
+    tiles holding a fused producer's output, results are stored or kept on chip, and a
+    barrier ends every state. A block holding a whole-batch op (batchnorm's batch
+    statistics, a loss, training dropout) runs layer by layer over the whole batch. After
+    ``autodiff`` the backward and update ops follow, one per phase, on the tiles of the
+    layer they differentiate (``crane.codegen.plan``). The ``graph.func`` stays in the
+    module (the functional simulator checks the programs against it); one ``tile.dram``
+    is declared per DRAM tensor. Earlier ``tile`` ops are replaced.
+
+    ``emit=listing`` or ``emit=json`` also writes the flat per-tile listing or the JSON of
+    ``crane.codegen.listing`` to ``output`` (atomically); ``emit=ir`` with ``output``
+    writes the whole module's IR there. Example:
+    ``crane-opt net.crn -p 'segment,map,codegen{emit=json output=net.tiles.json}'``.
+    Statistics: ``programs``, ``instructions``, ``computes``, ``loads``, ``stores``,
+    ``transfers``, ``barriers``, ``dram-tensors``.
+    """
+
+    name = "codegen"
+    summary = "lower a scheduled, placed network to per-tile programs (tile dialect)"
+    anchor = "builtin.module"
+
+    emit: Literal["ir", "listing", "json"] = "ir"
+    """What ``output`` receives: the module IR, flat per-tile listings or JSON."""
+    output: str = ""
+    """File to write the ``emit`` form to (nothing is written when empty)."""
+
+    def run(self, op: Operation, ctx: PassContext) -> None:
+        if self.emit != "ir" and not self.output:
+            ctx.emit_error(op, f"emit={self.emit} needs an output file (output=FILE)")
+            return
+        body = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
+        found = scheduled_funcs(list(body.ops)) if body is not None else []
+        machine = machine_of(op)
+        problem = self.precondition(op, found, machine is not None)
+        if problem is not None:
+            ctx.emit_error(*problem)
+            return
+        func, schedule = found[0]
+        assert schedule is not None and machine is not None and body is not None
+        try:
+            made = lower_func(func, schedule, machine)
+        except CodegenError as error:
+            ctx.emit_error(error.op or schedule, error.message)
+            return
+        for old in [o for o in body.ops if isinstance(o, ProgramOp | DramOp)]:
+            old.erase()
+        builder = Builder(InsertPoint.after(schedule))
+        for new in tile_ops(made):
+            builder.insert(new)
+        self.count(made, ctx)
+        if self.output:
+            self.write(op, ctx)
+
+    @staticmethod
+    def precondition(op: Operation, found: list[tuple[Operation, Operation | None]],
+                     has_machine: bool) -> tuple[Operation, str] | None:
+        """The first missing input, located, or None."""
+        if not found:
+            return op, "codegen needs a graph.func to lower"
+        if len(found) > 1:
+            return found[1][0], "codegen lowers one network per module (one program per tile)"
+        func, schedule = found[0]
+        if schedule is None:
+            return func, "has no segment.schedule (run 'segment' and 'map' before 'codegen')"
+        if not has_machine:
+            return op, "names no hw.machine (its 'crane.machine' attribute) to generate code for"
+        return None
+
+    @staticmethod
+    def count(made: TileModule, ctx: PassContext) -> None:
+        kinds: dict[str, int] = {}
+        for program in made.programs:
+            for instruction in program.body:
+                kind = type(instruction).__name__
+                kinds[kind] = kinds.get(kind, 0) + 1
+        ctx.statistic("programs", len(made.programs))
+        ctx.statistic("instructions", made.instructions)
+        ctx.statistic("computes", kinds.get("Compute", 0) + kinds.get("Copy", 0))
+        ctx.statistic("loads", kinds.get("Load", 0))
+        ctx.statistic("stores", kinds.get("Store", 0))
+        ctx.statistic("transfers", kinds.get("Send", 0))
+        ctx.statistic("barriers", kinds.get("Barrier", 0))
+        ctx.statistic("dram-tensors", len(made.tensors))
+
+    def write(self, op: Operation, ctx: PassContext) -> None:
+        text = (listing(op) if self.emit == "listing" else json_text(op) if self.emit == "json"
+                else print_op(op) + "\n")
+        try:
+            write_atomically(self.output, text)
+        except OSError as error:
+            ctx.emit_error(op, f"cannot write '{self.output}': {error.strerror or error}")
