@@ -106,6 +106,11 @@ def planned_segments(chain: Chain, plan: Plan) -> list[SegmentSpec]:
             for c in plan.choices if c.checkpointed]
 
 
+def _batch(chain: Chain) -> int:
+    ttype = chain.input.type
+    return ttype.shape[0] if isinstance(ttype, TensorType) and ttype.shape else 1
+
+
 def _element_bytes(chain: Chain) -> int:
     ttype = chain.input.type
     return ttype.element.byte_width if isinstance(ttype, TensorType) else 4
@@ -142,8 +147,8 @@ class Tile(Pass):
       ``tile{segments=5,4 grid=4,4,2,2}`` cuts the first chain(s) into segments of 5 and
       4 ops (a segment may not cross a chain's end), with one rows,cols pair per segment;
     * automatic (no ``grid``): per chain, :class:`crane.tiling.plan.Planner` picks the
-      fastest segmentation and grids whose predicted training peak (PyTorch-style float
-      memory model, per sample) fits ``memory-cap`` (e.g. ``11GB``) or else the DRAM
+      fastest segmentation and grids whose predicted training peak (a PyTorch-style
+      memory model at the graph's batch and element size) fits ``memory-cap`` (e.g. ``11GB``) or else the DRAM
       capacity of the module's ``hw.machine``. The rest of the function (other weights
       with their gradients and optimizer state, the outputs of ops outside chains) is
       charged against the cap. A cap no plan meets is an error naming the smallest
@@ -199,7 +204,8 @@ class Tile(Pass):
         machine = _machine(func)
         cap = self._cap(machine)
         machine = machine or Machine.gpu11()
-        memory = MemoryModel(dtype_bytes=_element_bytes(chains[0]), optimizer_states=self.optimizer_states)
+        memory = MemoryModel(dtype_bytes=_element_bytes(chains[0]), optimizer_states=self.optimizer_states,
+                             batch=_batch(chains[0]))
         cost = CostModel.of_machine(machine.total_macs_per_cycle * machine.frequency_hz, machine.dram_bandwidth)
         specs: list[SegmentSpec] = []
         described: list[str] = []

@@ -39,6 +39,8 @@ class MemoryModel:
     """Scratch buffer of one conv call (cuDNN algorithms ask for up to a few hundred MiB)."""
     reserve_bytes: int = 512 * MIB
     """Framework context and allocator slack that no tensor can use."""
+    batch: int = 1
+    """Samples per step: every activation (and max-pool index) is this many times larger."""
     explicit_padding_copies: bool = False
     """Convs pad by materialising a padded copy of their input and save that copy (as the
     SFT artifact's ``ConstantPad2d`` + unpadded conv does); off for implicit-padding kernels."""
@@ -90,7 +92,8 @@ def chain_footprint(
     own boundary tensors, accounted by the caller; otherwise they are patch copies and
     counted here. ``input_grad``: whether the gradient of the chain input is materialised.
     """
-    sizes = [area * channels * model.dtype_bytes for area, channels in zip(areas, _channels(layers), strict=True)]
+    sizes = [area * channels * model.dtype_bytes * model.batch
+             for area, channels in zip(areas, _channels(layers), strict=True)]
     last = len(layers)
     external = {0, last} if boundaries_external else set()
     saved_sets = [_saved(layer, index, model) for index, layer in enumerate(layers, start=1)]
@@ -159,7 +162,7 @@ def _pad_copy_bytes(layer: Layer, input_bytes: int, model: MemoryModel) -> int:
 def _index_bytes(layer: Layer, out_area: int, model: MemoryModel) -> int:
     if layer.kind is not LayerKind.MAX_POOL:
         return 0
-    return out_area * layer.out_channels * model.index_bytes
+    return out_area * layer.out_channels * model.index_bytes * model.batch
 
 
 def _workspace(layer: Layer, model: MemoryModel) -> int:

@@ -119,7 +119,7 @@ class Planner:
         """Bytes of the full activation ``index`` (0 = image)."""
         h, w = self._shapes[index]
         channels = self.layers[0].in_channels if index == 0 else self.layers[index - 1].out_channels
-        return h * w * channels * self.memory.dtype_bytes
+        return h * w * channels * self.memory.dtype_bytes * self.memory.batch
 
     def choice(self, segment: Segment, checkpointed: bool) -> SegmentChoice:
         """Predicted peak (beyond earlier kept inputs and fixed bytes) and time of a segment."""

@@ -180,6 +180,23 @@ def test_machine_capacity_is_the_default_cap() -> None:
     assert isinstance(plan, DictAttr) and plan.get("memory_cap_bytes") == IntAttr(11 * 10**9)
 
 
+def test_the_plan_counts_the_batch() -> None:
+    peaks = []
+    for batch in (1, 2):
+        module = module_of(vgg16_trunk_crn((4096, 4096), divisor=1).replace("f32[1,", f"f32[{batch},"))
+        assert not errors(run_tile(module, Tile(memory_cap="1TB")))
+        plan = func_of(module).attributes["tile_plan"]
+        assert isinstance(plan, DictAttr)
+        peak = plan.get("predicted_peak_bytes")
+        assert isinstance(peak, IntAttr)
+        peaks.append(peak.value)
+    chain = find_chains(func_of(module_of(vgg16_trunk_crn((4096, 4096), divisor=1))))[0]
+    # Plain training either way (1 TB is roomy): activations double; weights, the runtime
+    # reserve and the conv workspace of the peak's op do not.
+    fixed = MemoryModel().fixed_bytes(chain.layers) + MemoryModel().conv_workspace_bytes
+    assert peaks[1] - fixed == 2 * (peaks[0] - fixed)
+
+
 def test_too_small_a_cap_names_the_smallest_memory() -> None:
     module = module_of(vgg16_trunk_crn((256, 256), divisor=8))
     func = func_of(module)
