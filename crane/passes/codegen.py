@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -97,7 +98,7 @@ class Codegen(Pass):
             self.write(op, ctx)
 
     @staticmethod
-    def precondition(op: Operation, found: list[tuple[Operation, Operation | None]],
+    def precondition(op: Operation, found: Sequence[tuple[Operation, Operation | None]],
                      has_machine: bool) -> tuple[Operation, str] | None:
         """The first missing input, located, or None."""
         if not found:
