@@ -19,6 +19,25 @@ j gets in state i (the split that runs most of the state's sub-batches; 0 when i
 ``fused[j]`` is 1 when column j's output stays in SRAM. The verifier re-checks every table
 constraint with ``crane.schedule.checks.check_tables`` and names the first violated one
 with its block, state and column (0-based).
+
+Training schedules add backward blocks, marked by the optional ``phase`` attribute
+(``"forward"`` when absent). Blocks run in the order listed: every forward block, then for
+each forward block in reverse order its ``"bw1"`` block and its ``"bw2"`` blocks. Tables,
+states, columns, ``deps``, ``tiles`` and ``fused`` mean exactly what they mean forward; a
+backward block's ``subbatch * subbatches`` is the samples its phase processes (at most the
+batch) rather than the whole batch:
+
+* ``bw1``: back-propagation of the sub-batches whose activations forward kept in DRAM
+  (the newest ones: the last ``subbatch * subbatches`` samples of the batch). Its columns
+  are the forward block's layers in reverse order, each named ``<layer>.grad``: column c
+  computes that layer's input and weight gradients; ``deps`` follow the gradient flow
+  (column c feeds the columns back-propagating its producers);
+* ``bw2``: first a block whose columns carry the plain forward layer names, in forward
+  order: the recomputation of the dropped sub-batches (the first samples of the batch)
+  from the block's input checkpoint in DRAM; then a block of ``<layer>.grad`` columns
+  back-propagating those samples, as in ``bw1``.
+
+A layer name appears in at most one block per phase.
 """
 
 from __future__ import annotations
@@ -48,6 +67,7 @@ TILES_MISSING = "Tiles.active_column"
 TILES_CAPACITY = "Tiles.capacity"
 
 _TABLES = ("workloads", "sct", "met_dram", "met_sram", "tiles")
+PHASES = ("forward", "bw1", "bw2")
 
 
 def _ints(op: Operation, name: str) -> tuple[int, ...]:
@@ -89,6 +109,8 @@ class BlockOp(Operation):
             Attr("fused", DenseIntsAttr, doc="1 where a column's output stays in SRAM"),
             Attr("latency_cycles", FloatAttr, optional=True),
             Attr("energy_pj", FloatAttr, optional=True),
+            Attr("phase", StringAttr, optional=True,
+                 doc="forward (default), bw1 or bw2: the training phase the block runs in"),
         ),
         summary="a block of layers scheduled with one ScT/MeT pair",
     )
@@ -98,7 +120,7 @@ class BlockOp(Operation):
     def build(cls, layers: Sequence[str], subbatch: int, subbatches: int,
               tables: Tables, tiles: Sequence[Sequence[int]], fused: Sequence[bool],
               latency_cycles: float, energy_pj: float,
-              location: Location = UNKNOWN) -> BlockOp:
+              location: Location = UNKNOWN, phase: str = "forward") -> BlockOp:
         """A block op holding ``tables`` (row-major) and the per-state tile split."""
         def flat(rows: Sequence[Sequence[int]]) -> DenseIntsAttr:
             return DenseIntsAttr(tuple(int(v) for row in rows for v in row))
@@ -115,6 +137,8 @@ class BlockOp(Operation):
             "latency_cycles": FloatAttr(float(latency_cycles)),
             "energy_pj": FloatAttr(float(energy_pj)),
         }
+        if phase != "forward":
+            attrs["phase"] = StringAttr(phase)
         op = cls.create(None, (), (), attrs, (), location)
         assert isinstance(op, BlockOp)
         return op
@@ -129,6 +153,11 @@ class BlockOp(Operation):
     def label(self) -> str:
         names = self.layer_names
         return f"{names[0]}..{names[-1]}" if len(names) > 1 else (names[0] if names else "")
+
+    @property
+    def phase(self) -> str:
+        attr = self.attributes.get("phase")
+        return attr.value if isinstance(attr, StringAttr) else "forward"
 
     @property
     def latency_cycles(self) -> float:
@@ -168,10 +197,14 @@ class BlockOp(Operation):
             raise VerifyError(f"'deps' must be (producer, consumer) pairs of columns 0..{n - 1}")
         if _int(self, "subbatch") <= 0 or _int(self, "subbatches") <= 0:
             raise VerifyError("'subbatch' and 'subbatches' must be positive")
+        if self.phase not in PHASES:
+            raise VerifyError(f"'phase' must be one of {', '.join(PHASES)}, got '{self.phase}'")
         batch = _int(self.parent_op, "batch") if self.parent_op is not None else 0
-        if batch and _int(self, "subbatch") * _int(self, "subbatches") != batch:
+        samples = _int(self, "subbatch") * _int(self, "subbatches")
+        if batch and (samples > batch if self.phase != "forward" else samples != batch):
+            verb = "exceed" if self.phase != "forward" else "do not make"
             raise VerifyError(f"{_int(self, 'subbatches')} sub-batches of "
-                              f"{_int(self, 'subbatch')} do not make the batch of {batch}")
+                              f"{_int(self, 'subbatch')} {verb} the batch of {batch}")
 
     def tile_violations(self) -> list[Violation]:
         """Tiles given to inactive columns, missing for active ones, or beyond the machine."""
@@ -255,11 +288,12 @@ class ScheduleOp(Operation):
         strangers = [op.name for op in body[0].ops if not isinstance(op, BlockOp)] if body else []
         if strangers:
             raise VerifyError(f"may hold only segment.block ops, found '{strangers[0]}'")
-        seen: set[str] = set()
-        for name in (n for block in self.blocks for n in block.layer_names):
-            if name in seen:
-                raise VerifyError(f"layer '{name}' is scheduled by more than one block")
-            seen.add(name)
+        seen: set[tuple[str, str]] = set()
+        for key in ((block.phase, n) for block in self.blocks for n in block.layer_names):
+            if key in seen:
+                where = f" in phase {key[0]}" if key[0] != "forward" else ""
+                raise VerifyError(f"layer '{key[1]}' is scheduled by more than one block{where}")
+            seen.add(key)
 
 
 SEGMENT = Dialect("segment", (ScheduleOp, BlockOp),

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
+from crane.cost.bounds import lower_bounds
 from crane.cost.report import COST_ATTR, cost_attribute
 from crane.dialects.hw import machine_of
 from crane.dialects.segment import BlockOp, ScheduleOp
@@ -16,12 +17,13 @@ from crane.ir.builder import Builder, InsertPoint
 from crane.ir.core import Operation
 from crane.passes.context import PassContext
 from crane.passes.pass_base import Pass
-from crane.schedule.evaluate import Plan, tables_of
-from crane.schedule.from_graph import graph_batch, workload_of
+from crane.schedule.evaluate import BlockCost, Plan, tables_of
+from crane.schedule.from_graph import graph_batch, trains, workload_of
 from crane.schedule.objective import Objective
 from crane.schedule.options import state_options
 from crane.schedule.policies import schedule
-from crane.schedule.search import BlockChoice, Schedule
+from crane.schedule.search import Schedule
+from crane.schedule.training import TrainingSchedule, schedule_training
 from crane.schedule.workload import Workload
 
 
@@ -40,20 +42,56 @@ def tile_split(plan: Plan, machine: Machine) -> tuple[tuple[int, ...], ...]:
     return tuple(rows)
 
 
-def block_op(choice: BlockChoice, machine: Machine) -> BlockOp:
-    """The ``segment.block`` of one block of a schedule."""
-    plan = choice.plan
-    return BlockOp.build(
-        [layer.name for layer in plan.block.layers], plan.subbatch, plan.q, tables_of(plan),
-        tile_split(plan, machine), plan.fused, choice.cost.latency_cycles,
-        choice.cost.energy_pj)
+def block_op(plan: Plan, cost: BlockCost, machine: Machine, phase: str = "forward",
+             gradient: bool = False) -> BlockOp:
+    """The ``segment.block`` of one block of a schedule (``<layer>.grad`` columns if
+    ``gradient``)."""
+    names = [f"{layer.name}.grad" if gradient else layer.name for layer in plan.block.layers]
+    return BlockOp.build(names, plan.subbatch, plan.q, tables_of(plan),
+                         tile_split(plan, machine), plan.fused, cost.latency_cycles,
+                         cost.energy_pj, phase=phase)
 
 
 def schedule_op(func: str, found: Schedule, objective: str, machine: Machine) -> ScheduleOp:
     """The ``segment.schedule`` op of a whole-network schedule."""
-    blocks = [block_op(choice, machine) for choice in found.blocks]
+    blocks = [block_op(choice.plan, choice.cost, machine) for choice in found.blocks]
     return ScheduleOp.build(func, found.policy, objective, found.batch, blocks,
                             found.cost.latency_cycles, found.cost.energy_pj)
+
+
+def training_op(func: str, policy: str, trained: TrainingSchedule, objective: str,
+                machine: Machine) -> ScheduleOp:
+    """The ``segment.schedule`` of a training step: forward blocks, then BW1/BW2 blocks."""
+    blocks = [block_op(t.choice.plan, t.forward, machine) for t in trained.blocks]
+    blocks += [block_op(pb.plan, pb.cost, machine, pb.phase, not pb.recompute)
+               for t in reversed(trained.blocks) for pb in t.backward]
+    return ScheduleOp.build(func, policy, objective, trained.batch, blocks,
+                            trained.cost.latency_cycles, trained.cost.energy_pj)
+
+
+def training_summary(trained: TrainingSchedule, workload: Workload, machine: Machine,
+                     seconds: float) -> dict[str, float]:
+    """``cost_summary`` of a training step: all phases, DRAM counting weights, gradients,
+    optimizer state and saved activations; lower bounds including the backward work."""
+    cost = trained.cost
+    bounds = lower_bounds(workload, trained.batch, machine, training=True)
+    return {
+        "latency_cycles": cost.latency_cycles, "energy_pj": cost.energy_pj,
+        "edp": cost.latency_cycles * cost.energy_pj,
+        "dram_bytes": cost.traffic.dram_bytes, "noc_byte_hops": cost.traffic.noc_byte_hops,
+        "peak_sram_bytes": cost.peak_sram_bytes / machine.tiles,
+        "peak_dram_bytes": trained.peak_dram_bytes,
+        "latency_lower_bound_cycles": bounds.latency_cycles,
+        "energy_lower_bound_pj": bounds.energy_pj, "schedule_seconds": seconds,
+    }
+
+
+def _size(nbytes: float) -> str:
+    """Bytes in the largest binary unit that keeps them above one."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.2f} {unit}"
+    return f"{nbytes:.0f} bytes"
 
 
 def cost_summary(found: Schedule, workload: Workload, machine: Machine,
@@ -90,7 +128,7 @@ def combine(summaries: list[dict[str, float]]) -> dict[str, float]:
 class Segment(Pass):
     """Choose an inter-layer schedule for every ``graph.func`` and cost it.
 
-    For each inference ``graph.func`` the pass builds the scheduler's workload
+    For each ``graph.func`` the pass builds the scheduler's workload
     (``crane.schedule.from_graph``), reads the machine the module targets (the
     ``hw.machine`` named by the module's ``crane.machine``; the ``edge`` machine when it
     names none), runs the search of ``crane.schedule.policies.schedule`` and inserts a
@@ -98,8 +136,19 @@ class Segment(Pass):
     the same function). The module gets a ``crane.cost`` attribute with the summed cost
     (``crane.cost.report`` turns it into JSON or a table).
 
+    A function that trains (it has a ``training`` section, or is a training step made by
+    ``autodiff``) is scheduled as one training step (``crane.schedule.training``): the
+    forward blocks, then for each of them in reverse order its BW1 block (back-propagating
+    the sub-batches whose activations stayed in DRAM) and its BW2 blocks (recomputing the
+    others, then back-propagating them), each with its own tables, marked with ``phase``
+    (see ``crane.dialects.segment``). ``recompute`` chooses what forward keeps. DRAM must
+    hold the weights, their gradients, the optimizer state and the saved activations; a
+    step that cannot fit is an error naming the capacity it needs. The schedule's total
+    includes the optimizer update (one pass over weights, gradients and moments), which
+    is not a block.
+
     Example: ``crane-opt net.crn -p 'segment{policy=set batch=8}'``. Statistics:
-    ``functions``, ``layers``, ``blocks``, ``fused-columns``.
+    ``functions``, ``layers``, ``blocks``, ``fused-columns``, ``backward-blocks``.
     """
 
     name = "segment"
@@ -116,6 +165,9 @@ class Segment(Pass):
     """Seconds per MILP solve."""
     max_block: int = 4
     """Most layers in one block."""
+    recompute: Literal["crane", "keep", "full"] = "crane"
+    """Training only: crane (per-block choice of the sub-batches kept, within DRAM), keep
+    (every activation kept) or full (every activation recomputed)."""
 
     def run(self, op: Operation, ctx: PassContext) -> None:
         try:
@@ -140,6 +192,8 @@ class Segment(Pass):
         began = time.perf_counter()
         try:
             workload = workload_of(func, machine.data_bytes)
+            if trains(func):
+                return self.schedule_training(func, name, workload, batch, machine, ctx, began)
             found = schedule(workload, batch, machine, self.policy, self.objective,
                              max_block=self.max_block, time_limit=self.time_limit)
         except ValueError as problem:
@@ -147,11 +201,37 @@ class Segment(Pass):
             return None
         seconds = time.perf_counter() - began
         self.replace_schedule(func, name, schedule_op(name, found, self.objective, machine))
-        ctx.statistic("functions")
-        ctx.statistic("layers", len(workload))
-        ctx.statistic("blocks", len(found.blocks))
-        ctx.statistic("fused-columns", sum(sum(c.plan.fused) for c in found.blocks))
+        self.count(ctx, len(workload), [c.plan for c in found.blocks], 0)
         return cost_summary(found, workload, machine, seconds)
+
+    def schedule_training(self, func: Operation, name: str, workload: Workload, batch: int,
+                          machine: Machine, ctx: PassContext,
+                          began: float) -> dict[str, float] | None:
+        """Schedule one training step (forward, BW1, BW2), or report that it cannot fit."""
+        _, trained = schedule_training(workload, batch, machine, self.policy, self.objective,
+                                       self.recompute, self.max_block, self.time_limit)
+        if not trained.fits:
+            capacity = machine.dram_capacity_bytes or 0
+            ctx.emit_error(func, f"training step does not fit in DRAM: it needs "
+                                 f"{_size(trained.peak_dram_bytes)} (weights, gradients, "
+                                 f"optimizer state and saved activations) but '{machine.name}' "
+                                 f"has {_size(capacity)} (recompute={self.recompute})")
+            return None
+        seconds = time.perf_counter() - began
+        self.replace_schedule(func, name, training_op(name, self.policy, trained,
+                                                      self.objective, machine))
+        backward = [pb.plan for t in trained.blocks for pb in t.backward]
+        self.count(ctx, len(workload), [t.choice.plan for t in trained.blocks], len(backward))
+        return training_summary(trained, workload, machine, seconds)
+
+    @staticmethod
+    def count(ctx: PassContext, layers: int, forward: list[Plan], backward: int) -> None:
+        ctx.statistic("functions")
+        ctx.statistic("layers", layers)
+        ctx.statistic("blocks", len(forward) + backward)
+        ctx.statistic("fused-columns", sum(sum(p.fused) for p in forward))
+        if backward:
+            ctx.statistic("backward-blocks", backward)
 
     @staticmethod
     def replace_schedule(func: Operation, name: str, new: ScheduleOp) -> None:

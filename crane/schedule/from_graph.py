@@ -16,7 +16,9 @@ One ``LayerWork`` per compute op, per sample, at the machine's element width:
   ``dropout`` are transparent: edges run through them to the layers behind; ``graph.weight``
   values count as weight bytes of the layer reading them; ``embedding`` is a gather from
   DRAM, so its result counts as network input (its table is not loaded on chip);
-* losses are training-only and are left out.
+* losses are training-only and are left out, and so are the ops of a training step
+  (gradients, accumulations, optimizer state and updates): the workload of a trained
+  function is its forward pass.
 
 Bytes are elements per sample times ``elem_bytes`` (the graph's f32 types are what the
 frontend computes in; the machine stores ``data_bytes`` per element).
@@ -27,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from crane.dialects.graph import LayerOp, WeightOp
+from crane.dialects.graph_grad import AccumulateOp, FillOp, GradOp, OptimizerStateOp, UpdateOp
 from crane.dialects.layers.values import numel
 from crane.ir.attributes import IntAttr, StringAttr
 from crane.ir.core import Operation, Value
@@ -39,6 +42,10 @@ BINARY_OPS = frozenset({"add", "mul"})
 UNARY_OPS = frozenset({"relu", "gelu", "silu", "sigmoid", "tanh", "batchnorm", "layernorm",
                        "softmax"})
 TRANSPARENT_OPS = frozenset({"reshape", "flatten", "transpose", "slice", "concat", "dropout"})
+
+TRAINING_OPS = (GradOp, FillOp, AccumulateOp, OptimizerStateOp, UpdateOp)
+"""Ops ``autodiff`` adds: the workload is the forward pass (``crane.schedule.training``
+derives the backward blocks from it)."""
 
 Flow = dict[str | None, int]
 """Producer layer (None: DRAM, outside the network) -> bytes per sample read from it."""
@@ -63,6 +70,11 @@ class _Layer:
             self.name, self.kind, macs=self.macs, vector_ops=self.vector_ops,
             weight_bytes=self.weight_bytes, output_bytes=self.output_bytes, dims=self.dims,
             inputs=named, external_input_bytes=self.inputs.get(None, 0))
+
+
+def trains(func: Operation) -> bool:
+    """Whether a ``graph.func`` is trained: it has a training section or is a training step."""
+    return "training" in func.attributes or "training_step" in func.attributes
 
 
 def graph_batch(func: Operation) -> int:
@@ -136,6 +148,8 @@ class _Builder:
         self.flows[result] = {layer.name: layer.output_bytes}
 
     def visit(self, op: Operation) -> None:
+        if isinstance(op, TRAINING_OPS):
+            return
         if isinstance(op, WeightOp):
             self.weights[op.results[0]] = numel(_shape(op.results[0])) * self.elem_bytes
             return
@@ -169,7 +183,8 @@ class _Builder:
 
     def mergeable(self, op: LayerOp) -> bool:
         source = op.inputs[0]
-        return source in self.owner and len(source.uses) == 1
+        forward = [u for u in source.uses if not isinstance(u.owner, TRAINING_OPS)]
+        return source in self.owner and len(forward) == 1
 
     def merge_unary(self, op: LayerOp) -> None:
         layer = self.owner.pop(op.inputs[0])
@@ -233,10 +248,10 @@ class _Builder:
 
 
 def workload_of(func: Operation, elem_bytes: int = 1) -> Workload:
-    """The per-sample ``Workload`` of an inference ``graph.func`` (see the module docstring).
+    """The per-sample ``Workload`` of a ``graph.func``'s forward pass (see the module docstring).
 
     ``elem_bytes`` is the machine's element width (``Machine.data_bytes``). Raises
-    ``ValueError`` for ops that are not inference graph ops (e.g. after autodiff).
+    ``ValueError`` for ops that are not graph ops.
     """
     if func.name != "graph.func" or not func.regions or not func.regions[0].blocks:
         raise ValueError(f"expected a graph.func with a body, got '{func.name}'")

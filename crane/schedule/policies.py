@@ -147,6 +147,18 @@ def pipeline_solver(split: str, fusion_choices: tuple[bool, ...]) -> PatternSolv
     return PatternSolver(split, fusion_choices)
 
 
+def block_solver(policy: str, time_limit: float | None = 0.05) -> BlockCache:
+    """The (memoised) block solver of a policy; training solves its backward blocks too."""
+    if policy == "crane":
+        return BlockCache(crane_solver(time_limit))
+    patterns = {"sequential": ("balanced", (False,)), "tangram": ("flops", (True,)),
+                "set": ("balanced", (True, False))}
+    if policy not in patterns:
+        raise ValueError(f"unknown policy {policy!r}; expected one of {POLICIES}")
+    split, fusion = patterns[policy]
+    return BlockCache(pipeline_solver(split, fusion))
+
+
 def schedule(workload: Workload, batch: int, machine: Machine, policy: str = "crane",
              objective: Objective | str = "edp", max_block: int = 4,
              time_limit: float | None = 0.05,
@@ -160,20 +172,12 @@ def schedule(workload: Workload, batch: int, machine: Machine, policy: str = "cr
     blocks, re-solving with every sub-batch size) until the cost settles.
     """
     obj = Objective.parse(objective) if isinstance(objective, str) else objective
-    if policy == "sequential":
-        return search(workload, batch, machine, BlockCache(pipeline_solver("balanced", (False,))),
-                      obj, policy, max_block=1, progress=progress)
-    if policy == "tangram":
-        return search(workload, batch, machine, BlockCache(pipeline_solver("flops", (True,))),
-                      obj, policy, max_block, progress=progress)
-    if policy == "set":
-        return search(workload, batch, machine,
-                      BlockCache(pipeline_solver("balanced", (True, False))), obj, policy,
-                      max_block, progress=progress)
+    solver = block_solver(policy, time_limit)
     if policy != "crane":
-        raise ValueError(f"unknown policy {policy!r}; expected one of {POLICIES}")
-    own = search(workload, batch, machine, BlockCache(crane_solver(time_limit)), obj, policy,
-                 max_block, progress=progress, workers=workers)
+        return search(workload, batch, machine, solver, obj, policy,
+                      1 if policy == "sequential" else max_block, progress=progress)
+    own = search(workload, batch, machine, solver, obj, policy, max_block, progress=progress,
+                 workers=workers)
     rivals = [schedule(workload, batch, machine, p, obj, max_block, time_limit)
               for p in POLICIES[1:]]
     best = min([own, *rivals], key=lambda s: obj(s.cost.latency_cycles, s.cost.energy_pj))

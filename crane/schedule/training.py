@@ -14,6 +14,10 @@ DRAM capacity counts weights, weight gradients and two optimizer moments (4x the
 the saved activations of every block and the checkpoints, all alive at the end of forward.
 Recomputation policies: ``keep`` (K = Q everywhere), ``full`` (K = 0 everywhere) and
 ``crane`` (K per block from a small set, chosen by a knapsack over the DRAM budget).
+
+``schedule_training`` is the entry point of a scheduling policy for a training step: the
+policy's forward schedule, its block solver for the backward blocks, and (for ``crane``)
+the best fitting training schedule over its own and the baselines' forward schedules.
 """
 
 from __future__ import annotations
@@ -24,14 +28,26 @@ from dataclasses import dataclass
 from crane.cost.traffic import Traffic, dram_cycles, traffic_energy
 from crane.hardware.machine import Machine
 from crane.schedule.block import Block, gradient_block
-from crane.schedule.evaluate import BlockCost
+from crane.schedule.evaluate import BlockCost, Plan
 from crane.schedule.objective import Objective
+from crane.schedule.policies import POLICIES, block_solver, schedule
 from crane.schedule.search import BlockChoice, BlockSolver, Schedule
 from crane.schedule.workload import Workload
 
 OPTIMIZER_COPIES = 4
 """Weights, gradients and two optimizer moments are resident in DRAM during training."""
 RECOMPUTE = ("crane", "keep", "full")
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseBlock:
+    """One block of a backward phase: ``bw1`` (back-propagating the retained sub-batches)
+    or ``bw2`` (recomputing the dropped ones, ``recompute=True``, then back-propagating)."""
+
+    phase: str
+    plan: Plan
+    cost: BlockCost
+    recompute: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +61,8 @@ class BlockTraining:
     bw2: BlockCost
     saved_bytes: float
     """DRAM bytes held for this block at the end of forward (activations + checkpoint)."""
+    backward: tuple[PhaseBlock, ...] = ()
+    """The blocks of BW1 and BW2 in execution order (empty phases leave none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,14 +77,23 @@ class TrainingSchedule:
 
 
 def _best(solver: BlockSolver, block: Block, batch: int, machine: Machine,
-          objective: Objective) -> BlockCost:
-    """The solver's best cost for a block at a batch (zero work for an empty batch)."""
+          objective: Objective) -> tuple[Plan, BlockCost] | None:
+    """The solver's best plan for a block at a batch (None for an empty batch)."""
     if batch == 0:
-        return BlockCost.zero()
+        return None
     found = solver(block, batch, machine, objective, 0.0)
     if not found:
         raise ValueError(f"no schedule for {block.name} at batch {batch}")
-    return min((c for _, c in found), key=lambda c: objective(c.latency_cycles, c.energy_pj))
+    return min(found, key=lambda pc: objective(pc[1].latency_cycles, pc[1].energy_pj))
+
+
+def _cost(found: tuple[Plan, BlockCost] | None) -> BlockCost:
+    return found[1] if found is not None else BlockCost.zero()
+
+
+def _phase(phase: str, found: tuple[Plan, BlockCost] | None,
+           recompute: bool = False) -> tuple[PhaseBlock, ...]:
+    return (PhaseBlock(phase, found[0], found[1], recompute),) if found is not None else ()
 
 
 def _with_saves(forward: BlockCost, block: Block, samples: int, machine: Machine) -> BlockCost:
@@ -99,13 +126,15 @@ def plan_block(choice: BlockChoice, batch: int, retained: int, machine: Machine,
     recompute = _best(solver, plan.block, dropped, machine, objective)
     forward = _with_saves(choice.cost, plan.block, kept, machine)
     bw1 = _best(solver, grad, kept, machine, objective)
-    bw2 = recompute.then(_best(solver, grad, dropped, machine, objective))
+    bw2 = _best(solver, grad, dropped, machine, objective)
     activations = sum(layer.output_bytes for layer in plan.block.layers) * kept
     checkpoint = sum(plan.block.external_in) * dropped
-    return BlockTraining(choice, retained, forward, bw1, bw2, activations + checkpoint)
+    phases = _phase("bw1", bw1) + _phase("bw2", recompute, True) + _phase("bw2", bw2)
+    return BlockTraining(choice, retained, forward, _cost(bw1),
+                         _cost(recompute).then(_cost(bw2)), activations + checkpoint, phases)
 
 
-def _optimizer_step(workload: Workload, machine: Machine) -> BlockCost:
+def optimizer_step(workload: Workload, machine: Machine) -> BlockCost:
     """Read weights, gradients and moments, write weights and moments once per step."""
     nbytes = workload.total_weight_bytes * (OPTIMIZER_COPIES + 3)
     t = Traffic(dram_bytes=nbytes)
@@ -143,7 +172,7 @@ def _assemble(forward: Schedule, workload: Workload, machine: Machine, recompute
         total = total.then(t.forward)
     for t in reversed(picks):
         total = total.then(t.bw1).then(t.bw2)
-    total = total.then(_optimizer_step(workload, machine))
+    total = total.then(optimizer_step(workload, machine))
     peak = static + sum(t.saved_bytes for t in picks)
     return TrainingSchedule(workload.name, forward.batch, recompute, tuple(picks), total, peak,
                             peak <= (machine.dram_capacity_bytes or math.inf))
@@ -174,3 +203,29 @@ def _knapsack(menus: list[list[BlockTraining]], budget: float,
         _, i, alt = min(moves, key=lambda mv: mv[0])
         picks[i] = alt
     return picks
+
+
+def schedule_training(workload: Workload, batch: int, machine: Machine, policy: str = "crane",
+                      objective: Objective | str = "edp", recompute: str = "crane",
+                      max_block: int = 4, time_limit: float | None = 0.05
+                      ) -> tuple[Schedule, TrainingSchedule]:
+    """The forward schedule and training schedule of ``policy`` for one training step.
+
+    ``crane`` trains over each of the policies' forward schedules and keeps the best one
+    that fits in DRAM (the smallest-footprint one when none fits, so callers can report
+    the capacity it needs); a baseline trains over its own forward schedule.
+    """
+    if recompute not in RECOMPUTE:
+        raise ValueError(f"unknown recomputation policy {recompute!r}; expected one of "
+                         f"{', '.join(RECOMPUTE)}")
+    obj = Objective.parse(objective) if isinstance(objective, str) else objective
+    solver = block_solver(policy, time_limit)
+    fronts = POLICIES if policy == "crane" else (policy,)
+    runs: list[tuple[Schedule, TrainingSchedule]] = []
+    for p in fronts:
+        forward = schedule(workload, batch, machine, p, obj, max_block, time_limit)
+        runs.append((forward, train(forward, workload, machine, solver, obj, recompute)))
+    fitting = [r for r in runs if r[1].fits]
+    if not fitting:
+        return min(runs, key=lambda r: r[1].peak_dram_bytes)
+    return min(fitting, key=lambda r: obj(r[1].cost.latency_cycles, r[1].cost.energy_pj))

@@ -13,6 +13,7 @@ import pytest
 from crane.cost.report import REPORT_KEYS, cost_report_of, format_cost_table, write_cost_report
 from crane.dialects import default_context
 from crane.dialects.segment import BlockOp, ScheduleOp
+from crane.hardware.machine import Machine
 from crane.ir.attributes import DenseIntsAttr
 from crane.ir.core import Operation
 from crane.ir.diagnostics import DiagnosticEngine
@@ -22,6 +23,7 @@ from crane.ir.verifier import verify
 from crane.passes.context import PassContext
 from crane.passes.segment import Segment
 from crane.schedule.from_graph import workload_of
+from crane.schedule.training import optimizer_step
 from crane.tools.inputs import translate
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -42,9 +44,17 @@ def _run(module: Operation, segment: Segment) -> PassContext:
 
 
 @cache
-def _scheduled(name: str, policy: str = "crane") -> tuple[Operation, PassContext]:
-    """The example scheduled with small blocks and short MILP solves (test speed)."""
+def _scheduled(name: str, policy: str = "crane",
+               training: bool = False) -> tuple[Operation, PassContext]:
+    """The example scheduled with small blocks and short MILP solves (test speed).
+
+    The examples have a training section; without ``training`` it is dropped so the
+    function is scheduled for inference.
+    """
     module = _load(name)
+    if not training:
+        for func in (op for op in module.walk() if op.name == "graph.func"):
+            del func.attributes["training"]
     ctx = _run(module, Segment(policy=policy, max_block=2, time_limit=0.02))  # type: ignore[arg-type]
     return module, ctx
 
@@ -55,9 +65,10 @@ def _schedule_of(module: Operation) -> ScheduleOp:
     return found[0]
 
 
+@pytest.mark.parametrize("training", [False, True], ids=["inference", "training"])
 @pytest.mark.parametrize("name", NETS)
-def test_schedule_verifies_round_trips_and_covers_every_layer(name: str) -> None:
-    module, ctx = _scheduled(name)
+def test_schedule_verifies_round_trips_and_covers_every_layer(name: str, training: bool) -> None:
+    module, ctx = _scheduled(name, training=training)
     assert not ctx.diagnostics.diagnostics
     assert verify(module) == []
     text = print_op(module)
@@ -65,19 +76,21 @@ def test_schedule_verifies_round_trips_and_covers_every_layer(name: str) -> None
     assert len(again) == 1 and print_op(again[0]) == text
     schedule = _schedule_of(module)
     func = next(op for op in module.walk() if op.name == "graph.func")
-    covered = [layer for block in schedule.blocks for layer in block.layer_names]
+    forward = [block for block in schedule.blocks if block.phase == "forward"]
+    covered = [layer for block in forward for layer in block.layer_names]
     assert covered == [layer.name for layer in workload_of(func).layers]
     batch = schedule.attributes["batch"]
     assert all(b.attributes["subbatch"].value * b.attributes["subbatches"].value  # type: ignore[attr-defined]
-               == batch.value for b in schedule.blocks)  # type: ignore[attr-defined]
+               == batch.value for b in forward)  # type: ignore[attr-defined]
     stats = ctx.statistics["segment"]
     assert stats["functions"] == 1 and stats["blocks"] == len(schedule.blocks)
 
 
+@pytest.mark.parametrize("training", [False, True], ids=["inference", "training"])
 @pytest.mark.parametrize("name", NETS)
-def test_report_keys_exist_and_are_positive(name: str, tmp_path: Path,
+def test_report_keys_exist_and_are_positive(name: str, training: bool, tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
-    module, _ = _scheduled(name)
+    module, _ = _scheduled(name, training=training)
     report = cost_report_of(module)
     assert report is not None and set(report) == set(REPORT_KEYS)
     assert all(value > 0 for value in report.values()), report
@@ -85,7 +98,11 @@ def test_report_keys_exist_and_are_positive(name: str, tmp_path: Path,
     assert report["energy_pj"] >= report["energy_lower_bound_pj"]
     assert report["edp"] == pytest.approx(report["latency_cycles"] * report["energy_pj"])
     schedule = _schedule_of(module)
-    assert sum(b.latency_cycles for b in schedule.blocks) == pytest.approx(report["latency_cycles"])
+    func = next(op for op in module.walk() if op.name == "graph.func")
+    # A training step's total adds the optimizer update, which is not a block.
+    update = optimizer_step(workload_of(func), Machine.edge()).latency_cycles if training else 0.0
+    assert sum(b.latency_cycles for b in schedule.blocks) + update == \
+        pytest.approx(report["latency_cycles"])
     out = tmp_path / "cost.json"
     assert write_cost_report(module, out)
     assert json.loads(out.read_text()) == report
