@@ -60,10 +60,22 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from crane.dialects.graph import from_attribute, to_attribute
-from crane.dialects.graph_grad import UPDATE_OPS
-from crane.dialects.layers.kinds import LAYER_KINDS
-from crane.dialects.layers.rules import ShapeError, fmt
 from crane.dialects.layers.values import AttrValue
+from crane.dialects.tile_compute import COMPUTE_EXTRA as COMPUTE_EXTRA
+from crane.dialects.tile_compute import check_compute
+from crane.dialects.tile_compute import compute_kind as compute_kind
+from crane.dialects.tile_context import BUFFER as _BUFFER
+from crane.dialects.tile_context import SRAM as _SRAM
+from crane.dialects.tile_context import Mesh as Mesh
+from crane.dialects.tile_context import TileInstruction as TileInstruction
+from crane.dialects.tile_context import buffer_type as _buffer
+from crane.dialects.tile_context import dram_named, enclosing_module, mesh_of, module_body
+from crane.dialects.tile_context import int_attr as _int
+from crane.dialects.tile_context import ints_attr as _ints
+from crane.dialects.tile_context import str_attr as _str
+from crane.dialects.tile_sync import BarrierOp as BarrierOp
+from crane.dialects.tile_sync import RecvOp as RecvOp
+from crane.dialects.tile_sync import SendOp as SendOp
 from crane.ir.attributes import (
     Attribute,
     BoolAttr,
@@ -71,115 +83,21 @@ from crane.ir.attributes import (
     DictAttr,
     IntAttr,
     StringAttr,
-    SymbolRefAttr,
 )
 from crane.ir.context import Dialect
 from crane.ir.core import Block, Operation, Region, Value, VerifyError
 from crane.ir.location import UNKNOWN, Location
-from crane.ir.opspec import Attr, Operand, OpSpec, Result, TypeConstraint
-from crane.ir.traits import HasParent, IsolatedFromAbove, NoTerminator, SingleBlock
+from crane.ir.opspec import Attr, Operand, OpSpec, Result
+from crane.ir.traits import IsolatedFromAbove, NoTerminator, SingleBlock
 from crane.ir.types import SCALAR_NAMES, BufferType, ScalarType
 
 ROLES = ("input", "weight", "output", "activation", "gradient", "state")
 """Values of ``tile.dram``'s ``role``."""
 
-_SRAM = TypeConstraint("an sram buffer", lambda t: isinstance(t, BufferType) and t.space == "sram")
-_BUFFER = Operand("buffer", _SRAM)
-
-
-def _ints(op: Operation, name: str) -> tuple[int, ...]:
-    attr = op.attributes.get(name)
-    return tuple(attr) if isinstance(attr, DenseIntsAttr) else ()
-
-
-def _int(op: Operation, name: str, default: int = 0) -> int:
-    attr = op.attributes.get(name)
-    return attr.value if isinstance(attr, IntAttr) else default
-
-
-def _str(op: Operation, name: str) -> str:
-    attr = op.attributes.get(name)
-    return attr.value if isinstance(attr, StringAttr) else ""
-
-
-def _buffer(value: Value) -> BufferType:
-    assert isinstance(value.type, BufferType)
-    return value.type
-
-
-# ----- the module a tile op lives in: its DRAM tensors and its machine
-
-
-class Mesh:
-    """What the verifiers need of the targeted ``hw.machine`` (read live from its op)."""
-
-    __slots__ = ("rows", "cols", "sram_bytes", "ports")
-
-    def __init__(self, machine: Operation) -> None:
-        self.rows, self.cols = _int(machine, "rows"), _int(machine, "cols")
-        self.sram_bytes = _int(machine, "sram_bytes")
-        self.ports = len(_ints(machine, "dram_ports")) // 2
-
-    @property
-    def tiles(self) -> int:
-        return self.rows * self.cols
-
-    def check_tile(self, tile: int, what: str) -> None:
-        if not 0 <= tile < self.tiles:
-            raise VerifyError(f"{what} {tile} is outside the {self.rows} x {self.cols} mesh "
-                              f"(tiles 0..{self.tiles - 1})")
-
-
-_TABLES: dict[int, tuple[Block, int, dict[str, DramOp]]] = {}
-"""Module body -> its DRAM tensors by name; re-read when the body changes (see :func:`dram`)."""
-
-
-def enclosing_module(op: Operation) -> Operation | None:
-    """The op holding the ``tile.program`` (or ``tile.dram``) that ``op`` belongs to."""
-    current: Operation | None = op
-    while current is not None and not isinstance(current, ProgramOp | DramOp):
-        current = current.parent_op
-    return current.parent_op if current is not None else None
-
-
-def _body(module: Operation) -> Block | None:
-    return module.regions[0].blocks[0] if module.regions and module.regions[0].blocks else None
-
-
 def dram(op: Operation, name: str) -> DramOp | None:
-    """The ``tile.dram`` called ``name`` in the module of ``op`` (cached, validated on use)."""
-    module = enclosing_module(op)
-    body = _body(module) if module is not None else None
-    if body is None:
-        return None
-    cached = _TABLES.get(id(body))
-    found = cached[2].get(name) if cached is not None and cached[0] is body else None
-    if found is not None and cached is not None and cached[1] == len(body) \
-            and found.parent is body and found.tensor_name == name:
-        return found
-    table = {d.tensor_name: d for d in body.ops if isinstance(d, DramOp)}
-    if len(_TABLES) > 8:
-        _TABLES.clear()
-    _TABLES[id(body)] = (body, len(body), table)
-    return table.get(name)
-
-
-def mesh_of(op: Operation) -> Mesh | None:
-    """The mesh of the machine the module of ``op`` targets (``crane.machine``), if any."""
-    module = enclosing_module(op)
-    target = module.attributes.get("crane.machine") if module is not None else None
-    body = _body(module) if module is not None else None
-    if not isinstance(target, SymbolRefAttr) or body is None:
-        return None
-    for candidate in body.ops:
-        if candidate.name == "hw.machine" and _str(candidate, "sym_name") == target.root:
-            return Mesh(candidate)
-    return None
-
-
-def program_of(op: Operation) -> ProgramOp | None:
-    parent = op.parent_op
-    return parent if isinstance(parent, ProgramOp) else None
+    """The ``tile.dram`` called ``name`` in the module of ``op``."""
+    found = dram_named(op, name)
+    return found if isinstance(found, DramOp) else None
 
 
 # ----- module-level ops
@@ -289,25 +207,13 @@ class ProgramOp(Operation):
             raise VerifyError(f"tile {self.tile} is at row {self.tile // mesh.cols}, col "
                               f"{self.tile % mesh.cols} of the mesh, not row {row}, col {col}")
         module = enclosing_module(self)
-        body = _body(module) if module is not None else None
+        body = module_body(module) if module is not None else None
         twins = [p for p in body.ops if isinstance(p, ProgramOp) and p.tile == self.tile] if body else []
         if twins and twins[0] is not self:
             raise VerifyError(f"tile {self.tile} has more than one program")
 
 
 # ----- instructions
-
-
-class TileInstruction(Operation):
-    """Base of the ops allowed in a ``tile.program``."""
-
-    __slots__ = ()
-    traits = (HasParent(("tile.program",)),)
-
-    @property
-    def own_tile(self) -> int:
-        program = program_of(self)
-        return program.tile if program is not None else -1
 
 
 class AllocOp(TileInstruction):
@@ -447,85 +353,6 @@ class StoreOp(_DmaOp):
         return isinstance(attr, BoolAttr) and attr.value
 
 
-class _TransferOp(TileInstruction):
-    """Shared by send and recv: a whole buffer to or from a peer tile, matched by tag."""
-
-    __slots__ = ()
-
-    @property
-    def buffer(self) -> Value:
-        return self._operands[0]
-
-    @property
-    def peer(self) -> int:
-        return _int(self, "peer")
-
-    @property
-    def tag(self) -> int:
-        return _int(self, "tag")
-
-    def verify_op(self) -> None:
-        if self.peer == self.own_tile:
-            raise VerifyError(f"tile {self.peer} cannot transfer to itself")
-        mesh = mesh_of(self)
-        if mesh is not None:
-            mesh.check_tile(self.peer, "peer")
-
-
-class SendOp(_TransferOp):
-    """``tile.send``: send a buffer to ``peer``; blocks until the matching recv takes it."""
-
-    __slots__ = ()
-    spec = OpSpec("tile.send", operands=(_BUFFER,),
-                  attributes=(Attr("peer", IntAttr, doc="receiving tile"), Attr("tag", IntAttr),
-                              Attr("route", DenseIntsAttr, optional=True,
-                                   doc="tiles visited from sender to receiver, inclusive")),
-                  summary="NoC send of a whole buffer")
-
-    @classmethod
-    def build(cls, buffer: Value, peer: int, tag: int, route: Sequence[int] | None = None,
-              location: Location = UNKNOWN) -> SendOp:
-        attrs: dict[str, Attribute] = {"peer": IntAttr(peer), "tag": IntAttr(tag)}
-        if route is not None:
-            attrs["route"] = DenseIntsAttr(tuple(route))
-        op = cls.create(None, (buffer,), (), attrs, (), location)
-        assert isinstance(op, SendOp)
-        return op
-
-    @property
-    def route(self) -> tuple[int, ...]:
-        return _ints(self, "route")
-
-    def verify_op(self) -> None:
-        super().verify_op()
-        route, mesh = self.route, mesh_of(self)
-        if not route or mesh is None:
-            return
-        if route[0] != self.own_tile or route[-1] != self.peer:
-            raise VerifyError(f"'route' must run from tile {self.own_tile} to tile {self.peer}, "
-                              f"got {list(route)}")
-        for a, b in zip(route, route[1:], strict=False):
-            mesh.check_tile(b, "route tile")
-            if abs(a // mesh.cols - b // mesh.cols) + abs(a % mesh.cols - b % mesh.cols) != 1:
-                raise VerifyError(f"'route' hops from tile {a} to tile {b}, which are not neighbours")
-
-
-class RecvOp(_TransferOp):
-    """``tile.recv``: receive into a buffer from ``peer``; blocks until the matching send."""
-
-    __slots__ = ()
-    spec = OpSpec("tile.recv", operands=(_BUFFER,),
-                  attributes=(Attr("peer", IntAttr, doc="sending tile"), Attr("tag", IntAttr)),
-                  summary="NoC receive of a whole buffer")
-
-    @classmethod
-    def build(cls, buffer: Value, peer: int, tag: int, location: Location = UNKNOWN) -> RecvOp:
-        attrs: dict[str, Attribute] = {"peer": IntAttr(peer), "tag": IntAttr(tag)}
-        op = cls.create(None, (buffer,), (), attrs, (), location)
-        assert isinstance(op, RecvOp)
-        return op
-
-
 class CopyOp(TileInstruction):
     """``tile.copy %dst, %src``: a box of ``src`` into ``dst`` inside the tile's SRAM."""
 
@@ -573,25 +400,6 @@ class CopyOp(TileInstruction):
         box = _ints(self, "shape")
         _check_box("source", box, _ints(self, "src_offsets"), src.shape)
         _check_box("destination", box, _ints(self, "dst_offsets"), dst.shape)
-
-
-COMPUTE_EXTRA = ("accumulate", "fill")
-"""Compute ops that are not graph layer kinds, gradients or optimizer updates."""
-
-
-def compute_kind(op: str) -> tuple[str, str]:
-    """``(family, base)`` of a compute op name: ``("forward", "conv2d")``,
-    ``("grad_input", "conv2d")``, ``("update", "adam")``, ``("accumulate", "")`` ...;
-    ``("", op)`` when the name is unknown."""
-    if op in LAYER_KINDS:
-        return "forward", op
-    for role in ("input", "weight"):
-        base = op.removesuffix(f"_grad_{role}")
-        if base != op and base in LAYER_KINDS:
-            return f"grad_{role}", base
-    if op in UPDATE_OPS:
-        return "update", op
-    return (op, "") if op in COMPUTE_EXTRA else ("", op)
 
 
 class ComputeOp(TileInstruction):
@@ -643,90 +451,11 @@ class ComputeOp(TileInstruction):
         return {k: from_attribute(v) for k, v in attr.entries} if isinstance(attr, DictAttr) else {}
 
     def verify_op(self) -> None:
-        family, base = compute_kind(self.op)
-        if not family:
-            raise VerifyError(f"unknown compute op '{self.op}' (a graph layer kind, "
-                              "<kind>_grad_input, <kind>_grad_weight, sgd, momentum, adam, "
-                              "accumulate or fill)")
         if not 1 <= self.num_outputs <= len(self._operands):
             raise VerifyError(f"'outputs' = {self.num_outputs} but the op has "
                               f"{len(self._operands)} buffer operand(s)")
-        attrs = self.op_attrs
-        if family == "forward":
-            self._verify_forward(base, attrs)
-        elif family == "update":
-            self._verify_same_shape(2 + len(UPDATE_OPS[base].states), 1 + len(UPDATE_OPS[base].states))
-        elif family == "accumulate":
-            self._verify_same_shape(None, 1)
-        elif family == "fill" and len(self._operands) != 1:
-            raise VerifyError("'fill' writes one buffer and reads none")
-
-    def _verify_same_shape(self, inputs: int | None, outputs: int) -> None:
-        if self.num_outputs != outputs or (inputs is not None and len(self.inputs) != inputs):
-            expected = "at least one" if inputs is None else str(inputs)
-            raise VerifyError(f"'{self.op}' writes {outputs} and reads {expected} buffer(s), "
-                              f"got {self.num_outputs} and {len(self.inputs)}")
-        if not self.inputs or any(v.type != self._operands[0].type for v in self._operands):
-            raise VerifyError(f"'{self.op}' needs buffers of one type")
-
-    def _verify_forward(self, base: str, attrs: Mapping[str, AttrValue]) -> None:
-        kind = LAYER_KINDS[base]
-        if self.num_outputs != 1:
-            raise VerifyError(f"'{base}' writes one buffer, not {self.num_outputs}")
-        operands = [_buffer(v) for v in self.inputs]
-        if not operands:
-            raise VerifyError(f"'{base}' reads no buffer")
-        try:
-            weights = kind.weights((operands[0].shape,), attrs)
-            inputs = operands[: len(operands) - len(weights)]
-            out_shape, resolved = kind.shape(tuple(b.shape for b in inputs), attrs)
-            expected = kind.weights(tuple(b.shape for b in inputs), resolved)
-        except ShapeError as problem:
-            raise VerifyError(f"'{base}' at tile level: {problem.message}") from None
-        except (KeyError, AssertionError, IndexError, TypeError, ValueError) as problem:
-            raise VerifyError(f"'{base}': malformed attrs or operands ({type(problem).__name__}: "
-                              f"{problem})") from None
-        got = _buffer(self._operands[0]).shape
-        if got != out_shape:
-            raise VerifyError(f"'{base}' output buffer is {fmt(got)}, the inputs give {fmt(out_shape)}")
-        for (name, shape), buf in zip(expected, operands[len(inputs):], strict=True):
-            if buf.shape != shape:
-                raise VerifyError(f"'{base}' weight '{name}' buffer is {fmt(buf.shape)}, expected {fmt(shape)}")
-
-
-class BarrierOp(TileInstruction):
-    """``tile.barrier``: wait until every listed tile reaches its barrier ``id``."""
-
-    __slots__ = ()
-    spec = OpSpec("tile.barrier",
-                  attributes=(Attr("id", IntAttr), Attr("tiles", DenseIntsAttr, doc="participants")),
-                  summary="synchronise a group of tiles")
-
-    @classmethod
-    def build(cls, id: int, tiles: Sequence[int], location: Location = UNKNOWN) -> BarrierOp:
-        attrs: dict[str, Attribute] = {"id": IntAttr(id), "tiles": DenseIntsAttr(tuple(tiles))}
-        op = cls.create(None, (), (), attrs, (), location)
-        assert isinstance(op, BarrierOp)
-        return op
-
-    @property
-    def barrier_id(self) -> int:
-        return _int(self, "id")
-
-    @property
-    def tiles(self) -> tuple[int, ...]:
-        return _ints(self, "tiles")
-
-    def verify_op(self) -> None:
-        tiles = self.tiles
-        if len(set(tiles)) != len(tiles):
-            raise VerifyError(f"'tiles' lists a tile twice: {list(tiles)}")
-        if self.own_tile >= 0 and self.own_tile not in tiles:
-            raise VerifyError(f"tile {self.own_tile} waits at a barrier it is not listed in")
-        mesh = mesh_of(self)
-        for tile in tiles if mesh is not None else ():
-            assert mesh is not None
-            mesh.check_tile(tile, "barrier tile")
+        check_compute(self.op, [_buffer(v) for v in self.outputs], [_buffer(v) for v in self.inputs],
+                      self.op_attrs)
 
 
 INSTRUCTIONS: tuple[type[TileInstruction], ...] = (
