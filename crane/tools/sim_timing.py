@@ -18,7 +18,9 @@ from typing import TextIO
 
 from crane.exec.tile_sim.timing import TimingConfig, simulate
 from crane.exec.tile_sim.timing_compare import format_report
+from crane.exec.tile_sim.timing_program import programs_of
 from crane.ir.core import Operation
+from crane.ir.diagnostics import DiagnosticError
 from crane.tools.run import UsageError
 
 
@@ -40,6 +42,8 @@ def timing_requested(args: argparse.Namespace) -> bool:
 
 def run_timing(module: Operation, args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Simulate ``module``, print the report, write the trace if asked; exit status 0."""
+    if not programs_of(module):
+        raise DiagnosticError.at(module.location, "the module holds no tile.program to simulate")
     config = TimingConfig(in_order=bool(getattr(args, "in_order", False)),
                           trace=bool(getattr(args, "trace", None)))
     report = simulate(module, config=config)

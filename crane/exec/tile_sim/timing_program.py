@@ -136,8 +136,8 @@ class _Lowering:
 
     def port_hops(self, op: LoadOp | StoreOp) -> int:
         ports = self.machine.dram_ports
-        if not ports:
-            return self.row + self.col
+        if not ports and op.port == 0:
+            return self.row + self.col        # no ports declared: one at tile (0, 0)
         if not 0 <= op.port < len(ports):
             raise _error(op, f"DRAM port {op.port} does not exist (the machine has {len(ports)})")
         where = ports[op.port]

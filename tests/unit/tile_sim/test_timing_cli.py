@@ -71,3 +71,10 @@ def test_crane_sim_timing_errors_are_located_and_write_no_trace(
     assert "Traceback" not in err
     assert not trace.exists() and list(tmp_path.iterdir()) == [path]
     assert main([str(path).replace("dead", "missing"), "--timing"]) != 0
+
+
+def test_crane_sim_timing_needs_tile_programs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "empty.mlir"
+    path.write_text("builtin.module @e {\n}\n")
+    assert main([str(path), "--timing"]) == 1
+    assert f"{path}:1:1: error: the module holds no tile.program to simulate" in capsys.readouterr().err
