@@ -305,7 +305,7 @@ class _DmaOp(TileInstruction):
         if target is None:
             raise VerifyError(f"no tile.dram tensor named '{self.tensor}'")
         buf = _buffer(self.buffer)
-        if buf.element != target.element:
+        if buf.element.name != target.dtype:
             raise VerifyError(f"buffer of {buf.element} but DRAM tensor '{self.tensor}' holds {target.dtype}")
         _check_box(f"tensor '{self.tensor}'", buf.shape, self.offsets, target.shape)
         mesh = mesh_of(self)

@@ -104,6 +104,8 @@ BROKEN = [
     ("{tile = 1, row = 0, col = 1}", "{tile = 1, row = 1, col = 1}", "tile 1 is at row 0, col 1"),
     ("{tile = 1, row = 0, col = 1}", "{tile = 0, row = 0, col = 0}", "tile 0 has more than one program"),
     ('role = "weight"', 'role = "bias"', "unknown 'role' \"bias\""),
+    ('dtype = "f32", role = "weight"', 'dtype = "f-5", role = "weight"', "unknown 'dtype' \"f-5\""),
+    ('dtype = "f32", role = "weight"', 'dtype = "f-5", role = "weight"', "buffer of f32 but DRAM tensor 'w' holds f-5"),
     ('{name = "w", shape = array<i64: 4, 3, 3, 3>, dtype = "f32"',
      '{name = "x", shape = array<i64: 4, 3, 3, 3>, dtype = "f32"', "DRAM tensor 'x' is declared twice"),
     ("src_offsets = array<i64: 0, 1, 0, 0>", "src_offsets = array<i64: 0, 2, 0, 0>",
