@@ -10,7 +10,10 @@ tile-level buffer shapes:
   (dX and dW each cost about one forward pass), plus one vector operation per gradient
   element and, for ``_grad_input``, the forward vector work (activation derivatives);
 * ``sgd`` / ``momentum`` / ``adam``: the update's FLOPs per weight element;
-* ``accumulate``: one add per element per extra input; ``fill``: one store per element.
+* ``accumulate``: one add per element per extra input; ``fill``: one store per element;
+* ``slice``, ``concat`` and ``transpose`` (free in the graph-level model, which treats them
+  as transparent) move every output element through the vector unit once, like
+  ``tile.copy``; ``reshape`` and ``flatten`` are free (a buffer is reinterpreted).
 
 Cycles are then ``crane.cost.layer.step_cycles`` on one tile: ``max(MACs /
 macs_per_cycle, vector ops / vector_lanes)``, the array and the vector unit overlapping.
@@ -29,6 +32,9 @@ from crane.dialects.tile import compute_kind
 from crane.hardware.machine import Machine
 
 Shape = tuple[int, ...]
+
+COPY_KINDS = frozenset({"slice", "concat", "transpose"})
+"""Layer kinds that only move data: one vector operation per output element."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +79,8 @@ def compute_work(op: str, outputs: Sequence[Shape], inputs: Sequence[Shape],
     """
     family, base = compute_kind(op)
     written = sum(numel(s) for s in outputs)
+    if family == "forward" and base in COPY_KINDS:
+        return Work(0, written)
     if family == "forward":
         macs, vector = _forward(base, inputs, outputs[0] if outputs else (), attrs)
         return Work(macs, vector)
