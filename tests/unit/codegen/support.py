@@ -82,14 +82,14 @@ def place_block(block: BlockOp, ports: int) -> None:
     block.attributes["ports"] = DenseIntsAttr(tuple(chosen))
 
 
-def prepared(name: str, rows: int, cols: int, training: bool,
-             batch: int = 0) -> tuple[ModuleOp, FuncOp, ScheduleOp, Machine]:
-    """Load, shrink the mesh, schedule (then expand training), place."""
+def prepared(name: str, rows: int, cols: int, training: bool, batch: int = 0,
+             max_block: int = 4) -> tuple[ModuleOp, FuncOp, ScheduleOp, Machine]:
+    """Load, shrink the mesh, expand the training step if asked, schedule, place."""
     module = load(name)
     machine = set_mesh(module, rows, cols)
-    run_pass(module, Segment(time_limit=0.01, batch=batch))
     if training:
         run_pass(module, Autodiff(), "graph.func")
+    run_pass(module, Segment(time_limit=0.01, batch=batch, max_block=max_block))
     simple_placement(module)
     func = next(o for o in body(module) if isinstance(o, FuncOp))
     schedule = next(o for o in body(module) if isinstance(o, ScheduleOp))

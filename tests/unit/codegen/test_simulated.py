@@ -1,0 +1,89 @@
+"""Generated tile programs run in the functional simulator to the reference interpreter's results.
+
+The tiny ResNet and tiny transformer, inference and one training step, on 2x2 and 4x4
+meshes of the edge tile: ``segment`` (after ``autodiff`` when training), the test
+placement of ``support``, ``lower_func``, then ``crane.exec.tile_sim.check`` (float32,
+rtol 1e-5, norm-wise).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+import pytest
+
+from crane.codegen.lower import lower_func
+from crane.codegen.program import Compute, Recv, TileModule
+from crane.codegen.to_ir import tile_ops
+from crane.dialects.builtin import ModuleOp
+from crane.exec.interpreter import run_function
+from crane.exec.tile_sim.check import CheckReport, check
+from crane.ir.verifier import verify
+
+from .support import prepared
+
+CASES = [(net, mesh, training) for net in ("tiny_resnet", "tiny_transformer")
+         for mesh in (2, 4) for training in (False, True)]
+ZERO_GRADIENT = ".attention.bk"
+"""Attention's key bias: softmax ignores a constant shift, so its exact gradient is zero."""
+
+
+@cache
+def lowered(net: str, mesh: int, training: bool) -> tuple[ModuleOp, TileModule]:
+    # segment finds no 3-layer training block for the transformer on 4 tiles; 2 is enough.
+    max_block = 2 if (net, mesh, training) == ("tiny_transformer", 2, True) else 4
+    module, func, schedule, machine = prepared(net, mesh, mesh, training, max_block=max_block)
+    made = lower_func(func, schedule, machine)
+    body = module.regions[0].blocks[0]
+    for op in tile_ops(made):
+        body.append(op)
+    return module, made
+
+
+@cache
+def report(net: str, mesh: int, training: bool) -> CheckReport:
+    return check(lowered(net, mesh, training)[0])
+
+
+@pytest.mark.parametrize(("net", "mesh", "training"), CASES)
+def test_programs_verify(net: str, mesh: int, training: bool) -> None:
+    module, made = lowered(net, mesh, training)
+    assert verify(module) == []
+    assert len(made.programs) == mesh * mesh
+    assert all(p.body for p in made.programs)
+
+
+@pytest.mark.parametrize(("net", "mesh", "training"), CASES)
+def test_simulation_matches_reference(net: str, mesh: int, training: bool) -> None:
+    found = report(net, mesh, training)
+    expected = 112 if net == "tiny_transformer" and training else 41 if training else 1
+    assert len(found.comparisons) == expected
+    bad = [c for c in found.comparisons if not c.ok]
+    # Split matmuls round differently from the whole one; Adam turns the rounding noise of a
+    # zero gradient into +-lr steps, so only the key biases may differ, and only when their
+    # gradient is noise in the reference too.
+    assert all(ZERO_GRADIENT in c.name for c in bad), [c.name for c in bad]
+    if bad:
+        module = lowered(net, mesh, training)[0]
+        ref = run_function(next(o for o in module.regions[0].blocks[0].ops if o.name == "graph.func"),
+                           dtype="f32")
+        moments = [ref[c.name.replace(".new", ".m.new")] for c in bad if c.name.endswith("bk.new")]
+        assert moments and all(np.max(np.abs(m)) < 1e-8 for m in moments)
+    assert (net, mesh, training) == ("tiny_transformer", 4, True) or not bad
+
+
+def test_training_reduces_batch_split_weight_gradients() -> None:
+    _, made = lowered("tiny_resnet", 4, True)
+    sums = [i for p in made.programs for i in p.body if isinstance(i, Compute) and i.op == "accumulate"]
+    grads = [i for p in made.programs for i in p.body
+             if isinstance(i, Compute) and i.op == "conv2d_grad_weight"]
+    assert len(grads) > 6  # six convolutions, at least one split over several tiles
+    assert len(sums) >= 1 and all(len(s.ins) > 1 for s in sums)
+
+
+def test_fused_columns_pass_data_over_the_noc() -> None:
+    _, made = lowered("tiny_resnet", 4, False)
+    assert any(isinstance(i, Recv) for p in made.programs for i in p.body)
+    roles = {t.role for t in made.tensors}
+    assert roles == {"input", "weight", "output", "activation"}
