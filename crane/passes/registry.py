@@ -21,6 +21,7 @@ IN_TREE_PASSES: dict[str, str] = {
     "print-op-stats": "crane.passes.generic.op_stats:PrintOpStats",
     "autodiff": "crane.passes.autodiff:Autodiff",
     "segment": "crane.passes.segment:Segment",
+    "map": "crane.passes.map:Map",
     "tile": "crane.passes.tile:Tile",
     "alloc": "crane.passes.alloc:Alloc",
     "codegen": "crane.passes.codegen:Codegen",
