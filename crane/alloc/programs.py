@@ -5,13 +5,14 @@ A buffer (a ``tile.alloc`` result) is live from its first use to its last use, i
 order; a buffer nobody uses is live at its ``tile.alloc`` only. It is a DMA target when its
 first use is a ``tile.load``. Compute steps (what double buffering moves loads ahead of)
 are the ``tile.compute`` and ``tile.copy`` instructions, the work of the compute unit.
+A tile that fits only without double buffering is allocated without it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from crane.alloc.assign import Allocation, allocate
+from crane.alloc.assign import Allocation, AllocationError, allocate
 from crane.alloc.liveness import BufferRequest
 from crane.dialects.tile import AllocOp, ComputeOp, CopyOp, LoadOp, ProgramOp
 from crane.ir.core import Operation
@@ -57,7 +58,21 @@ def program_buffers(program: ProgramOp) -> ProgramBuffers:
 
 
 def allocate_program(buffers: ProgramBuffers, capacity: int, tile: int, alignment: int,
-                     double_buffer: bool) -> Allocation:
-    """Offsets for ``buffers`` (raises ``AllocationError`` naming ``tile``)."""
-    return allocate(buffers.requests, capacity, compute_steps=buffers.compute_steps,
-                    alignment=alignment, double_buffer=double_buffer, tile=tile)
+                     double_buffer: bool) -> tuple[Allocation, bool]:
+    """Offsets for ``buffers`` and whether they are double-buffered.
+
+    With ``double_buffer``, a tile whose buffers fit only without double buffering falls
+    back to single buffering (its loads then wait for the compute before them) rather than
+    fail. Raises ``AllocationError`` naming ``tile`` when even that does not fit; the error
+    then describes the single-buffered allocation, the tile's real capacity problem.
+    """
+    def attempt(double: bool) -> Allocation:
+        return allocate(buffers.requests, capacity, compute_steps=buffers.compute_steps,
+                        alignment=alignment, double_buffer=double, tile=tile)
+
+    if not double_buffer:
+        return attempt(False), False
+    try:
+        return attempt(True), True
+    except AllocationError:
+        return attempt(False), False

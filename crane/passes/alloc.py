@@ -29,7 +29,9 @@ class Alloc(Pass):
     ``alignment``-byte offsets so that no two buffers live at one instruction share a
     byte. With ``double-buffer`` (the default) a buffer filled by a ``tile.load`` is live
     from the compute step before the load, so the load can overlap that compute
-    (``crane.alloc.liveness``). Every offset is (re)assigned, hand-written ones included.
+    (``crane.alloc.liveness``); a tile that fits only without it is allocated without it
+    (statistic ``single-buffered-programs``). Every offset is (re)assigned, hand-written
+    ones included.
 
     The capacity is the targeted ``hw.machine``'s ``sram_bytes`` (``edge`` when the module
     names none). A tile that does not fit is an error at its ``tile.program``, with notes at
@@ -37,10 +39,10 @@ class Alloc(Pass):
     offsets are left unchanged.
 
     The module gets ``crane.alloc = {tiles, peak_bytes_max, peak_bytes_mean,
-    fragmentation_max, fragmentation_mean}`` (peak = highest byte used on a tile;
+    fragmentation_max, fragmentation_mean, single_buffered_tiles}`` (peak = highest byte used on a tile;
     fragmentation = 1 - most live bytes / peak). Statistics: ``programs``, ``buffers``,
     ``peak-bytes-max``, ``peak-bytes-mean``, ``fragmentation-max-permille``,
-    ``fragmentation-mean-permille``.
+    ``fragmentation-mean-permille``, ``single-buffered-programs``.
 
     Example: ``crane-opt net.tile.mlir -p 'alloc{alignment=128 double-buffer=false}'``.
     """
@@ -61,9 +63,10 @@ class Alloc(Pass):
         body = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
         programs = [p for p in body.ops if isinstance(p, ProgramOp)] if body is not None else []
         capacity = (machine_of(op) or Machine.edge()).sram_bytes
-        results = [r for r in (self.allocate(p, capacity, ctx) for p in programs) if r]
-        if not results:
+        done = [r for r in (self.allocate(p, capacity, ctx) for p in programs) if r]
+        if not done:
             return
+        results = [allocation for allocation, _ in done]
         peaks = [r.peak_bytes for r in results]
         frags = [r.fragmentation for r in results]
         op.attributes[ALLOC_ATTR] = DictAttr.of({
@@ -71,26 +74,33 @@ class Alloc(Pass):
             "peak_bytes_mean": FloatAttr(sum(peaks) / len(peaks)),
             "fragmentation_max": FloatAttr(round(max(frags), 6)),
             "fragmentation_mean": FloatAttr(round(sum(frags) / len(frags), 6)),
+            "single_buffered_tiles": IntAttr(sum(1 for _, double in done
+                                                 if self.double_buffer and not double)),
         })
         ctx.statistic("peak-bytes-max", max(peaks))
         ctx.statistic("peak-bytes-mean", round(sum(peaks) / len(peaks)))
         ctx.statistic("fragmentation-max-permille", round(1000 * max(frags)))
         ctx.statistic("fragmentation-mean-permille", round(1000 * sum(frags) / len(frags)))
 
-    def allocate(self, program: ProgramOp, capacity: int, ctx: PassContext) -> Allocation | None:
-        """Allocate one program and write its offsets; None (and an error) if it overflows."""
+    def allocate(self, program: ProgramOp, capacity: int,
+                 ctx: PassContext) -> tuple[Allocation, bool] | None:
+        """Allocate one program and write its offsets; None (and an error) if it overflows.
+
+        The flag says whether the program is double-buffered."""
         buffers = program_buffers(program)
         try:
-            result = allocate_program(buffers, capacity, program.tile, self.alignment,
-                                      self.double_buffer)
+            result, double = allocate_program(buffers, capacity, program.tile, self.alignment,
+                                              self.double_buffer)
         except AllocationError as problem:
             self.report(program, buffers, problem, ctx)
             return None
         for alloc_op, offset in zip(buffers.allocs, result.offsets, strict=True):
             alloc_op.attributes["offset"] = IntAttr(offset)
+        if self.double_buffer and not double:
+            ctx.statistic("single-buffered-programs")
         ctx.statistic("programs")
         ctx.statistic("buffers", len(buffers.allocs))
-        return result
+        return result, double
 
     @staticmethod
     def report(program: ProgramOp, buffers: ProgramBuffers, problem: AllocationError,
@@ -101,7 +111,6 @@ class Alloc(Pass):
         diag.attach_note(f"tile {program.tile} runs out of SRAM here", where.location)
         by_name = {r.name: (r, a) for r, a in zip(buffers.requests, buffers.allocs, strict=True)}
         for (name, nbytes), live in zip(problem.live, problem.ranges, strict=True):
-            request, alloc_op = by_name[name]
-            early = f" (loaded at {request.first}, double-buffered)" if live.start < request.first else ""
+            alloc_op = by_name[name][1]
             diag.attach_note(f"{name} ({nbytes:,} bytes) is live from instruction "
-                             f"{live.start}{early} to {live.stop}", alloc_op.location)
+                             f"{live.start} to {live.stop}", alloc_op.location)

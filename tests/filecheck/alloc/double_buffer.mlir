@@ -29,7 +29,7 @@ builtin.module @db attributes {crane.machine = @m} {
   }) {tile = 1, row = 0, col = 1} : () -> ()
 }
 
-// DOUBLE:      builtin.module @db attributes {crane.machine = @m, crane.alloc = {tiles = 2, peak_bytes_max = 12288, peak_bytes_mean = 8192.0, fragmentation_max = 0.0, fragmentation_mean = 0.0}} {
+// DOUBLE:      builtin.module @db attributes {crane.machine = @m, crane.alloc = {tiles = 2, peak_bytes_max = 12288, peak_bytes_mean = 8192.0, fragmentation_max = 0.0, fragmentation_mean = 0.0, single_buffered_tiles = 0}} {
 // DOUBLE:        %x0 = tile.alloc {offset = 0} : () -> buffer<32x32xf32, sram>
 // DOUBLE-NEXT:   %y0 = tile.alloc {offset = 4096} : () -> buffer<32x32xf32, sram>
 // DOUBLE:        %x1 = tile.alloc {offset = 8192} : () -> buffer<32x32xf32, sram>
@@ -37,7 +37,7 @@ builtin.module @db attributes {crane.machine = @m} {
 // DOUBLE:        %r = tile.alloc {offset = 0} : () -> buffer<32x32xf32, sram>
 // DOUBLE-NEXT:   %s = tile.alloc {offset = 0} : () -> buffer<2x3xf32, sram>
 
-// SINGLE:      crane.alloc = {tiles = 2, peak_bytes_max = 8192, peak_bytes_mean = 6144.0, fragmentation_max = 0.0, fragmentation_mean = 0.0}
+// SINGLE:      crane.alloc = {tiles = 2, peak_bytes_max = 8192, peak_bytes_mean = 6144.0, fragmentation_max = 0.0, fragmentation_mean = 0.0, single_buffered_tiles = 0}
 // SINGLE:        %x0 = tile.alloc {offset = 0} : () -> buffer<32x32xf32, sram>
 // SINGLE-NEXT:   %y0 = tile.alloc {offset = 4096} : () -> buffer<32x32xf32, sram>
 // SINGLE:        %x1 = tile.alloc {offset = 0} : () -> buffer<32x32xf32, sram>

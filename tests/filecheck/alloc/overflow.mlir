@@ -38,14 +38,15 @@ builtin.module @o attributes {crane.machine = @m} {
     // expected-note@+1 {{tile 0 runs out of SRAM here}}
     tile.load %big {tensor = "x", offsets = array<i64: 0, 0>, port = 0} : (buffer<64x32xf32, sram>) -> ()
   }) {tile = 0, row = 0, col = 0} : () -> ()
-  // expected-error@+1 {{tile 1 runs out of SRAM at instruction 2}}
+  // expected-error@+1 {{tile 1 runs out of SRAM at instruction 3}}
   tile.program ({
-    // expected-note@+1 {{%a (4,096 bytes) is live from instruction 2 to 2}}
+    // expected-note@+1 {{%a (4,096 bytes) is live from instruction 2 to 3}}
     %a = tile.alloc {offset = -1} : () -> buffer<32x32xf32, sram>
-    // expected-note@+1 {{%b (4,096 bytes) is live from instruction 2 (loaded at 3, double-buffered) to 3}}
+    // expected-note@+1 {{%b (4,096 bytes) is live from instruction 3 to 4}}
     %b = tile.alloc {offset = -1} : () -> buffer<32x32xf32, sram>
+    tile.load %a {tensor = "x", offsets = array<i64: 0, 0>, port = 1} : (buffer<32x32xf32, sram>) -> ()
     // expected-note@+1 {{tile 1 runs out of SRAM here}}
-    tile.compute %a, %a {op = "relu", attrs = {}} : (buffer<32x32xf32, sram>, buffer<32x32xf32, sram>) -> ()
-    tile.load %b {tensor = "x", offsets = array<i64: 0, 0>, port = 1} : (buffer<32x32xf32, sram>) -> ()
+    tile.compute %b, %a {op = "relu", attrs = {}} : (buffer<32x32xf32, sram>, buffer<32x32xf32, sram>) -> ()
+    tile.store %b {tensor = "x", offsets = array<i64: 32, 0>, port = 1} : (buffer<32x32xf32, sram>) -> ()
   }) {tile = 1, row = 0, col = 1} : () -> ()
 }
