@@ -78,17 +78,19 @@ def explicit_segments(chains: Sequence[Chain], counts: Sequence[int],
     if todo:
         raise OptionError(f"segments= lists {len(counts)} segments, but the chains hold only "
                           f"{len(counts) - len(todo)}")
-    if len(grid) not in (2, 2 * len(spans)) or min(grid) < 1:
+    if min(grid) < 1:
+        raise OptionError(f"grid= values must be positive, got {','.join(map(str, grid))}")
+    if len(grid) not in (2, 2 * len(spans)):
         raise OptionError(f"grid= needs one rows,cols pair for all segments or one per segment "
-                          f"({len(spans)}), got {len(grid)} positive values" if min(grid, default=1) >= 1
-                          else "grid= values must be positive")
+                          f"({len(spans)}), got {len(grid)} values")
     pairs = [(grid[0], grid[1])] * len(spans) if len(grid) == 2 else list(zip(grid[::2], grid[1::2], strict=True))
     return [SegmentSpec(c, a, b, r, k) for (c, a, b), (r, k) in zip(spans, pairs, strict=True)]
 
 
 def rest_bytes(func: FuncOp, chain: Chain, optimizer_states: int) -> int:
-    """Memory of the function outside ``chain``: its weights with gradients and optimizer
-    state, and the outputs of layer ops outside every chain (kept for backward)."""
+    """Memory of the function outside ``chain``: the other weights with their gradients and
+    optimizer state, and the outputs of every layer op outside ``chain``, kept for backward
+    (ops of other chains are counted as if untiled)."""
     inside = {w for op in chain.ops for w in op.weights}
     weights = sum(_bytes(op) for op in func.body.ops if isinstance(op, WeightOp) and op.results[0] not in inside)
     outputs = sum(_bytes(op) for op in func.body.ops if isinstance(op, LayerOp) and op not in chain.ops)
@@ -150,8 +152,8 @@ class Tile(Pass):
       fastest segmentation and grids whose predicted training peak (a PyTorch-style
       memory model at the graph's batch and element size) fits ``memory-cap`` (e.g. ``11GB``) or else the DRAM
       capacity of the module's ``hw.machine``. The rest of the function (other weights
-      with their gradients and optimizer state, the outputs of ops outside chains) is
-      charged against the cap. A cap no plan meets is an error naming the smallest
+      with their gradients and optimizer state, the outputs of the ops outside the
+      chain) is charged against the cap. A cap no plan meets is an error naming the smallest
       memory that would work. The function gets a ``tile_plan`` attribute.
 
     Run it before ``autodiff``. Statistics: ``segments``, ``tiles``, ``ops added``.

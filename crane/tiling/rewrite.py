@@ -114,10 +114,12 @@ def _mark(op: LayerOp, segment: int, place: tuple[int, int], recompute: bool) ->
 
 def _check_live(steps: Sequence[OpRegion], ops: Sequence[LayerOp], place: tuple[int, int]) -> None:
     first = live_start(steps)
-    if first == 0:
+    if first == 0 and steps[0].input.area > 0:
         return
+    # Op ``first`` reads only padding for this tile: its input patch would be a zero-sized
+    # tensor (the segment input's, or an empty output of the op before), which the IR cannot make.
     raise TileError(f"tile (row {place[0]}, col {place[1]}) would run this op on an empty region "
-                    "(its windows read only padding); use a coarser grid", ops[first - 1])
+                    "(its windows read only padding); use a coarser grid", ops[first])
 
 
 def _patch(ops: Sequence[LayerOp], steps: Sequence[OpRegion], place: tuple[int, int], segment: int,
