@@ -87,6 +87,22 @@ def gradient_block(forward: Block) -> Block:
     return Block(f"grad({forward.name})", layers, edges, ext_in, ext_out, backward=True)
 
 
+def split_columns(block: Block) -> tuple[Block, ...]:
+    """Each column of ``block`` as a block of its own, run one after another.
+
+    A column reads everything it consumed inside the block from DRAM and writes what its
+    consumers inside the block read there, so any block can run at any batch (a block of
+    N > 1 columns needs at least N - 1 sub-batches to fill its pipeline).
+    """
+    parts: list[Block] = []
+    for j, layer in enumerate(block.layers):
+        taken = sum(e.bytes for e in block.edges if e.dst == j)
+        given = max((e.bytes for e in block.consumers(j)), default=0)
+        parts.append(Block(layer.name, (layer,), (), (block.external_in[j] + taken,),
+                           (block.external_out[j] + given,), backward=block.backward))
+    return tuple(parts)
+
+
 def _outside_bytes(workload: Workload, layer: LayerWork, local: dict[str, int]) -> int:
     """Output bytes a layer leaves for the rest of the network (or the network's result)."""
     succ = workload.successors[layer.name]

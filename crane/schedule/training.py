@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from crane.cost.traffic import Traffic, dram_cycles, traffic_energy
 from crane.hardware.machine import Machine
-from crane.schedule.block import Block, gradient_block
+from crane.schedule.block import Block, gradient_block, split_columns
 from crane.schedule.evaluate import BlockCost, Plan
 from crane.schedule.objective import Objective
 from crane.schedule.policies import POLICIES, block_solver, schedule
@@ -76,24 +76,49 @@ class TrainingSchedule:
     fits: bool
 
 
-def _best(solver: BlockSolver, block: Block, batch: int, machine: Machine,
+Found = list[tuple[Plan, BlockCost]]
+"""Blocks of one phase of one forward block, run one after another, with their costs."""
+
+
+def _pick(solver: BlockSolver, block: Block, batch: int, machine: Machine,
           objective: Objective) -> tuple[Plan, BlockCost] | None:
-    """The solver's best plan for a block at a batch (None for an empty batch)."""
-    if batch == 0:
-        return None
     found = solver(block, batch, machine, objective, 0.0)
-    if not found:
+    return min(found, key=lambda pc: objective(pc[1].latency_cycles, pc[1].energy_pj)) \
+        if found else None
+
+
+def _best(solver: BlockSolver, block: Block, batch: int, machine: Machine,
+          objective: Objective) -> Found:
+    """The better of the whole block and its columns one by one, at a batch (may be 0).
+
+    The column-by-column plan also covers batches too small to fill the block's pipeline.
+    """
+    if batch == 0:
+        return []
+    whole = _pick(solver, block, batch, machine, objective)
+    parts = [_pick(solver, part, batch, machine, objective) for part in split_columns(block)] \
+        if block.n > 1 else []
+    split = [p for p in parts if p is not None] if parts and None not in parts else []
+    options = [found for found in ([whole] if whole else [], split) if found]
+    if not options:
         raise ValueError(f"no schedule for {block.name} at batch {batch}")
-    return min(found, key=lambda pc: objective(pc[1].latency_cycles, pc[1].energy_pj))
+    return min(options, key=lambda found: objective(*_sum(found)))
 
 
-def _cost(found: tuple[Plan, BlockCost] | None) -> BlockCost:
-    return found[1] if found is not None else BlockCost.zero()
+def _sum(found: Found) -> tuple[float, float]:
+    cost = _cost(found)
+    return cost.latency_cycles, cost.energy_pj
 
 
-def _phase(phase: str, found: tuple[Plan, BlockCost] | None,
-           recompute: bool = False) -> tuple[PhaseBlock, ...]:
-    return (PhaseBlock(phase, found[0], found[1], recompute),) if found is not None else ()
+def _cost(found: Found) -> BlockCost:
+    total = BlockCost.zero()
+    for _, cost in found:
+        total = total.then(cost)
+    return total
+
+
+def _phase(phase: str, found: Found, recompute: bool = False) -> tuple[PhaseBlock, ...]:
+    return tuple(PhaseBlock(phase, plan, cost, recompute) for plan, cost in found)
 
 
 def _with_saves(forward: BlockCost, block: Block, samples: int, machine: Machine) -> BlockCost:

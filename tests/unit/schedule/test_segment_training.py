@@ -88,11 +88,13 @@ def test_every_layer_is_back_propagated_for_every_sample(recompute: str) -> None
         assert "bw2" not in phases and recomputed == {}
     if recompute == "full":
         assert "bw1" not in phases and recomputed == {name: batch for name in layers}
-    # Each bw2 gradient block back-propagates exactly the samples just recomputed.
-    for block, after in zip(schedule.blocks, schedule.blocks[1:], strict=False):
-        if block.phase == "bw2" and not block.layer_names[0].endswith(".grad"):
-            assert after.layer_names == tuple(f"{n}.grad" for n in reversed(block.layer_names))
-            assert _samples(after) == _samples(block)
+    # BW2 back-propagates exactly the samples it recomputed.
+    bw2 = {}
+    for block in (b for b in schedule.blocks if b.phase == "bw2"):
+        for name in block.layer_names:
+            bw2[name] = bw2.get(name, 0) + _samples(block)
+    assert {n: c for n, c in bw2.items() if not n.endswith(".grad")} == recomputed
+    assert {n[:-5]: c for n, c in bw2.items() if n.endswith(".grad")} == recomputed
 
 
 def test_training_prints_parses_and_counts_dram() -> None:
