@@ -183,6 +183,12 @@ class Tile(Pass):
         if is_training_step(op):
             ctx.emit_error(op, "tile runs on forward networks: put it before autodiff")
             return
+        # One method per mode; a mode splitting layers over cores would add its own.
+        modes = {"spatial": self._spatial}
+        modes[self.mode](op, ctx)
+
+    def _spatial(self, op: FuncOp, ctx: PassContext) -> None:
+        """Split the function's chains into spatial tiles."""
         chains = find_chains(op)
         if not chains:
             ctx.mark_all_preserved()
