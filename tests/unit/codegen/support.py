@@ -8,6 +8,7 @@ DRAM port ``j mod ports`` (Interface 1 of the issue-7 plan).
 from __future__ import annotations
 
 import dataclasses
+from functools import cache
 from pathlib import Path
 
 from crane.dialects import default_context
@@ -84,13 +85,21 @@ def place_block(block: BlockOp, ports: int) -> None:
 
 def prepared(name: str, rows: int, cols: int, training: bool, batch: int = 0,
              max_block: int = 4) -> tuple[ModuleOp, FuncOp, ScheduleOp, Machine]:
-    """Load, shrink the mesh, expand the training step if asked, schedule, place."""
+    """A fresh copy of the network loaded, on the mesh, trained if asked, scheduled, placed."""
+    module = _prepared(name, rows, cols, training, batch, max_block).clone()
+    assert isinstance(module, ModuleOp)
+    func = next(o for o in body(module) if isinstance(o, FuncOp))
+    schedule = next(o for o in body(module) if isinstance(o, ScheduleOp))
+    return module, func, schedule, machine_of(module) or Machine.edge()
+
+
+@cache
+def _prepared(name: str, rows: int, cols: int, training: bool, batch: int,
+              max_block: int) -> ModuleOp:
     module = load(name)
-    machine = set_mesh(module, rows, cols)
+    set_mesh(module, rows, cols)
     if training:
         run_pass(module, Autodiff(), "graph.func")
     run_pass(module, Segment(time_limit=0.01, batch=batch, max_block=max_block))
     simple_placement(module)
-    func = next(o for o in body(module) if isinstance(o, FuncOp))
-    schedule = next(o for o in body(module) if isinstance(o, ScheduleOp))
-    return module, func, schedule, machine
+    return module
