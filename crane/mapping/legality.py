@@ -206,10 +206,12 @@ def _exclusive(problem: BlockProblem, mapping: Mapping, where: tuple, pinned: tu
             owners.setdefault(tile, []).append(j)
     shared = [t for t, js in sorted(owners.items()) if len(js) > 1]
     tile = shared[0] if shared else (pinned[0] if pinned else -1)
-    names = [f"'{problem.layers[j]}'" for j in owners.get(tile, [])]
+    holders = list(dict.fromkeys(owners.get(tile, [])))
+    names = " and ".join(f"'{problem.layers[j]}'" for j in holders)
+    twice = " twice" if len(holders) == 1 else ""
     more = f" ({len(shared) - 1} more shared tiles)" if len(shared) > 1 else ""
-    return (tuple(dict.fromkeys(owners.get(tile, []))), tuple(shared),
-            f"{_tile_text(problem, tile)} is given to {' and '.join(names)}{more}")
+    return (tuple(holders), tuple(shared),
+            f"{_tile_text(problem, tile)} is given to {names}{twice}{more}")
 
 
 def _sram(problem: BlockProblem, mapping: Mapping, where: tuple, pinned: tuple) -> Explained:

@@ -69,14 +69,17 @@ def _coord(problem: BlockProblem, port: z3.ArithRef, axis: int) -> z3.ArithRef:
     return term
 
 
-def search_state(problem: BlockProblem, i: int, start: Mapping, seconds: float
-                 ) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]] | None:
-    """A strictly cheaper layout of state ``i`` than ``start``'s, or None."""
+Layout = tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]
+
+
+def search_state(problem: BlockProblem, i: int, start: Mapping,
+                 seconds: float) -> tuple[Layout | None, float]:
+    """A strictly cheaper layout of state ``i`` than ``start``'s (or None), and Z3's time."""
     before = state_hop_bytes(problem, i, start.placement[i], start.ports[i])
     rules, objective, rc, ports = _state_model(problem, i, before)
-    model, _ = minimize(rules, objective, int(seconds * 1000))
+    model, spent = minimize(rules, objective, int(seconds * 1000))
     if model is None:
-        return None
+        return None, spent
     placement = [()] * problem.columns
     chosen = [-1] * problem.columns
     for j, cells in rc.items():
@@ -84,18 +87,21 @@ def search_state(problem: BlockProblem, i: int, start: Mapping, seconds: float
                              + model.eval(c, model_completion=True).as_long() for r, c in cells)
         chosen[j] = model.eval(ports[j], model_completion=True).as_long()
     if state_hop_bytes(problem, i, placement, chosen) >= before:
-        return None
-    return tuple(placement), tuple(chosen)
+        return None, spent
+    return (tuple(placement), tuple(chosen)), spent
 
 
-def search(problem: BlockProblem, start: Mapping, seconds: float) -> Mapping:
-    """``start`` improved by Z3 where it can within ``seconds`` (small meshes only)."""
+def search(problem: BlockProblem, start: Mapping, seconds: float) -> tuple[Mapping, float]:
+    """``start`` improved by Z3 where it can within ``seconds`` (small meshes only), and
+    the seconds Z3 spent."""
     states = [i for i in range(problem.states) if problem.placed_columns(i)]
     if problem.mesh.tiles > MAX_TILES or not states:
-        return start
+        return start, 0.0
     placement, ports = list(start.placement), list(start.ports)
+    total = 0.0
     for i in states:
-        found = search_state(problem, i, start, seconds / len(states))
+        found, spent = search_state(problem, i, start, seconds / len(states))
+        total += spent
         if found is not None:
             placement[i], ports[i] = found
-    return Mapping(tuple(placement), tuple(ports))
+    return Mapping(tuple(placement), tuple(ports)), total

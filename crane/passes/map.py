@@ -10,6 +10,7 @@ from crane.dialects.segment import BlockOp, ScheduleOp
 from crane.hardware.machine import Machine
 from crane.ir.attributes import ArrayAttr, DenseIntsAttr, StringAttr
 from crane.ir.core import Operation
+from crane.ir.location import UnknownLoc
 from crane.mapping.from_schedule import block_problem
 from crane.mapping.heuristic import place
 from crane.mapping.hops import hop_bytes
@@ -76,7 +77,8 @@ class Map(Pass):
     replaced; each violated rule is an error at the block naming the constraint, the state,
     the layers and the tiles (from Z3's unsat core). Example:
     ``crane-opt net.crn -p 'segment,map{search=z3 timeout=1}'``. Statistics: ``blocks-placed``,
-    ``blocks-checked``, ``hop-bytes``, ``z3-ms``, ``violations``.
+    ``blocks-checked``, ``hop-bytes``, ``z3-ms`` (legality proofs), ``z3-search-ms``,
+    ``violations``.
     """
 
     name = "map"
@@ -89,6 +91,9 @@ class Map(Pass):
     """Seconds of Z3 optimisation per block (search=z3)."""
 
     def run(self, op: Operation, ctx: PassContext) -> None:
+        if self.timeout <= 0:
+            ctx.emit_error(op, f"'timeout' must be positive, got {self.timeout}")
+            return
         body = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
         schedules = [s for s in (body.ops if body is not None else ()) if isinstance(s, ScheduleOp)]
         if not schedules:
@@ -96,13 +101,19 @@ class Map(Pass):
             return
         machine = machine_of(op) or Machine.edge()
         workloads = _workloads(op, machine)
+        funcs = {f.attributes.get("sym_name"): f for f in body.ops if f.name == "graph.func"} \
+            if body is not None else {}
         for schedule in schedules:
             workload = workloads.get(schedule.func_name)
+            # Blocks a pass built carry no location: report at the function they schedule.
+            fallback = funcs.get(StringAttr(schedule.func_name), op)
             for block in schedule.blocks:
-                self.map_block(block, problem_of(block, machine, workload), ctx)
+                at = fallback if isinstance(block.location, UnknownLoc) else block
+                self.map_block(block, problem_of(block, machine, workload), ctx, at)
 
-    def map_block(self, block: BlockOp, problem: BlockProblem, ctx: PassContext) -> None:
-        """Check the block's own mapping, or place it; report what breaks."""
+    def map_block(self, block: BlockOp, problem: BlockProblem, ctx: PassContext,
+                  at: Operation) -> None:
+        """Check the block's own mapping, or place it; report what breaks (at ``at``)."""
         given = block.mapping()
         if given is not None:
             mapping = Mapping.from_flat(given[0], given[1], problem.columns)
@@ -110,15 +121,16 @@ class Map(Pass):
             try:
                 mapping = place(problem)
             except ValueError as problem_text:
-                ctx.emit_error(block, f"cannot place block '{problem.label}': {problem_text}")
+                ctx.emit_error(at, f"cannot place block '{problem.label}': {problem_text}")
                 return
             if self.search == "z3":
-                mapping = search(problem, mapping, self.timeout)
+                mapping, seconds = search(problem, mapping, self.timeout)
+                ctx.statistic("z3-search-ms", round(seconds * 1000))
         result = check(problem, mapping)
         ctx.statistic("z3-ms", round(result.seconds * 1000))
         for violation in result.violations:
             prefix = "illegal mapping" if given is not None else "no legal mapping"
-            ctx.emit_error(block, f"{prefix}: {violation.render()}")
+            ctx.emit_error(at, f"{prefix}: {violation.render()}")
         ctx.statistic("violations", len(result.violations))
         if not result.legal:
             return

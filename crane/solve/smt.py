@@ -102,9 +102,13 @@ def is_pin(name: Name) -> bool:
     return isinstance(name, tuple) and bool(name) and name[0] == "pin"
 
 
-def minimize(constraints: Iterable[z3.BoolRef], objective: z3.ArithRef,
+def minimize(constraints: Sequence[z3.BoolRef], objective: z3.ArithRef,
              timeout_ms: int) -> tuple[z3.ModelRef | None, float]:
-    """The best model found within ``timeout_ms`` for ``objective`` (None if none found)."""
+    """The best model found within ``timeout_ms`` for ``objective``, and the seconds spent.
+
+    After a timeout Z3 may hand back an assignment that is not a model; it is returned only
+    if it satisfies every constraint (else None).
+    """
     opt = z3.Optimize()
     opt.set("timeout", max(1, int(timeout_ms)))
     for c in constraints:
@@ -116,6 +120,8 @@ def minimize(constraints: Iterable[z3.BoolRef], objective: z3.ArithRef,
     if result == z3.unsat:
         return None, seconds
     try:
-        return opt.model(), seconds
+        model = opt.model()
     except z3.Z3Exception:
         return None, seconds
+    holds = all(z3.is_true(model.eval(c, model_completion=True)) for c in constraints)
+    return (model if holds else None), seconds
