@@ -316,11 +316,29 @@ def split_training(op: Operation, batch: int, n: int) -> list[Part]:
         return [Part((box,) * len(outs), tuple(_broadcast(box, shape_of(v)) for v in op.operands),
                      {}, (False,) * len(outs))
                 for box in choose(first, ((0,),), n)]
+    if isinstance(op, GradOp) and op.kind.name == "batchnorm":
+        return _channel_grad_parts(op, n) or [whole]
     if not isinstance(op, GradOp) or op.kind.is_loss or op.kind.name in NOT_PER_SAMPLE:
         return [whole]
     if op.role == "weight" and op.kind.name in WHOLE_WEIGHT_GRADIENT:
         return [whole]
     return _grad_parts(op, batch, n) or [whole]
+
+
+def _channel_grad_parts(op: GradOp, n: int) -> list[Part]:
+    """Batchnorm's gradients per channel slice: statistics are per channel."""
+    channels = shape_of(op.grad_output)[1]
+    spans = split_span(0, channels, n)
+    if len(spans) <= 1:
+        return []
+    parts = []
+    for span in spans:
+        def cut(value: Value, span: tuple[int, int] = span) -> Box:
+            shape = shape_of(value)
+            return with_axis(full(shape), 1, span) if len(shape) > 1 else (span,)
+        parts.append(Part(tuple(cut(r) for r in op.results), tuple(cut(v) for v in op.operands),
+                          {}, (False,) * len(op.results)))
+    return parts
 
 
 def _grad_parts(op: GradOp, batch: int, n: int) -> list[Part]:
