@@ -7,15 +7,25 @@ from dataclasses import dataclass
 from crane.alloc.assign import Allocation, AllocationError
 from crane.alloc.programs import ProgramBuffers, allocate_program, program_buffers
 from crane.dialects.hw import machine_of
-from crane.dialects.tile import ProgramOp
+from crane.dialects.tile import AllocOp, ProgramOp
 from crane.hardware.machine import Machine
 from crane.ir.attributes import DictAttr, FloatAttr, IntAttr
 from crane.ir.core import Operation
+from crane.ir.location import UnknownLoc
+from crane.ir.types import BufferType
 from crane.passes.context import PassContext
 from crane.passes.pass_base import Pass
 
 ALLOC_ATTR = "crane.alloc"
 """Module attribute with the allocation figures over all tiles."""
+
+
+def _elements(op: AllocOp) -> int:
+    kind = op.buffer.type
+    count = 1
+    for d in kind.shape if isinstance(kind, BufferType) else ():
+        count *= d
+    return count
 
 
 @dataclass(frozen=True)
@@ -62,8 +72,8 @@ class Alloc(Pass):
             return
         body = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
         programs = [p for p in body.ops if isinstance(p, ProgramOp)] if body is not None else []
-        capacity = (machine_of(op) or Machine.edge()).sram_bytes
-        done = [r for r in (self.allocate(p, capacity, ctx) for p in programs) if r]
+        machine = machine_of(op) or Machine.edge()
+        done = [r for r in (self.allocate(p, machine, op, ctx) for p in programs) if r]
         if not done:
             return
         results = [allocation for allocation, _ in done]
@@ -82,17 +92,17 @@ class Alloc(Pass):
         ctx.statistic("fragmentation-max-permille", round(1000 * max(frags)))
         ctx.statistic("fragmentation-mean-permille", round(1000 * sum(frags) / len(frags)))
 
-    def allocate(self, program: ProgramOp, capacity: int,
+    def allocate(self, program: ProgramOp, machine: Machine, module: Operation,
                  ctx: PassContext) -> tuple[Allocation, bool] | None:
         """Allocate one program and write its offsets; None (and an error) if it overflows.
 
         The flag says whether the program is double-buffered."""
         buffers = program_buffers(program)
         try:
-            result, double = allocate_program(buffers, capacity, program.tile, self.alignment,
-                                              self.double_buffer)
+            result, double = allocate_program(buffers, machine.sram_bytes, program.tile,
+                                              self.alignment, self.double_buffer)
         except AllocationError as problem:
-            self.report(program, buffers, problem, ctx)
+            self.report(program, module, buffers, problem, machine, ctx)
             return None
         for alloc_op, offset in zip(buffers.allocs, result.offsets, strict=True):
             alloc_op.attributes["offset"] = IntAttr(offset)
@@ -103,14 +113,23 @@ class Alloc(Pass):
         return result, double
 
     @staticmethod
-    def report(program: ProgramOp, buffers: ProgramBuffers, problem: AllocationError,
-               ctx: PassContext) -> None:
-        """The overflow error, with notes at the failing instruction and the live buffers."""
+    def report(program: ProgramOp, module: Operation, buffers: ProgramBuffers,
+               problem: AllocationError, machine: Machine, ctx: PassContext) -> None:
+        """The overflow error, with notes at the failing instruction and the live buffers.
+
+        Reported at the program, or at the module when the program has no location (IR
+        built by a pass). A last note gives the live bytes at the machine's element width
+        when that differs from the IR's element types (``Machine.data_bytes``)."""
         where = buffers.instructions[problem.instruction]
-        diag = ctx.emit_error(program, f"{problem} ('{where.name}')")
+        anchor = module if isinstance(program.location, UnknownLoc) else program
+        diag = ctx.emit_error(anchor, f"{problem} ('{where.name}')")
         diag.attach_note(f"tile {program.tile} runs out of SRAM here", where.location)
         by_name = {r.name: (r, a) for r, a in zip(buffers.requests, buffers.allocs, strict=True)}
         for (name, nbytes), live in zip(problem.live, problem.ranges, strict=True):
             alloc_op = by_name[name][1]
             diag.attach_note(f"{name} ({nbytes:,} bytes) is live from instruction "
                              f"{live.start} to {live.stop}", alloc_op.location)
+        narrow = sum(_elements(by_name[name][1]) * machine.data_bytes for name, _ in problem.live)
+        if narrow != problem.live_bytes:
+            diag.attach_note(f"at the machine's {machine.data_bytes}-byte elements these buffers "
+                             f"would take {narrow:,} bytes; the IR's element types size them here")

@@ -116,9 +116,12 @@ def test_overflow_is_located_with_the_live_buffers() -> None:
     assert error.location.line == 5                   # the tile.program
     assert "tile 0 runs out of SRAM at instruction 3" in error.message
     assert "%x0 (4,096 B), %y0 (4,096 B)" in error.message and "'tile.compute'" in error.message
-    notes = [(n.message, n.location.line) for n in error.notes]
+    notes = [(n.message, getattr(n.location, "line", None)) for n in error.notes]
     assert notes[0] == ("tile 0 runs out of SRAM here", 9)
     assert notes[1] == ("%x0 (4,096 bytes) is live from instruction 2 to 3", 6)
+    # 1024-element buffers at the machine's 1-byte elements would fit: the last note says so.
+    assert notes[-1] == ("at the machine's 1-byte elements these buffers would take 2,048 "
+                         "bytes; the IR's element types size them here", None)
     assert all(op.offset == -1 for op in module.walk() if isinstance(op, AllocOp))
 
 
@@ -153,3 +156,15 @@ def test_a_tile_that_fits_only_single_buffered_falls_back() -> None:
     attr = module.attributes[ALLOC_ATTR]
     assert isinstance(attr, DictAttr)
     assert dict(attr.entries)["single_buffered_tiles"].value == 1  # type: ignore[attr-defined]
+
+
+def test_programs_without_location_report_at_the_module() -> None:
+    from crane.ir.location import UNKNOWN
+
+    module = parse(two_step_module(sram=6000))
+    for op in module.walk():
+        if isinstance(op, ProgramOp):
+            op.location = UNKNOWN                     # as codegen builds them
+    ctx = run(module, Alloc())
+    error = next(d for d in ctx.diagnostics.diagnostics if d.severity is Severity.ERROR)
+    assert (error.location.line, error.location.col) == (1, 1)  # type: ignore[attr-defined]
