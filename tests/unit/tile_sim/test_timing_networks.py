@@ -30,6 +30,21 @@ def lowered(network: str, train: bool) -> tuple[ModuleOp, int]:
     return lower_whole_ops(func, 2, 2), macs
 
 
+def assert_slices_nest(events: list[dict[str, object]]) -> None:
+    """Per tile and thread, trace slices follow one another (Perfetto needs proper nesting)."""
+    threads: dict[tuple[object, object], list[tuple[float, float]]] = {}
+    for e in events:
+        if e["ph"] == "X":
+            ts, dur = e["ts"], e["dur"]
+            assert isinstance(ts, float) and isinstance(dur, float) and dur >= 0
+            threads.setdefault((e["pid"], e["tid"]), []).append((ts, ts + dur))
+    assert threads
+    for spans in threads.values():
+        spans.sort()
+        for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
+            assert start >= end - 1e-9
+
+
 @pytest.mark.parametrize("network", ["tiny_resnet", "tiny_transformer"])
 @pytest.mark.parametrize("train", [False, True], ids=["inference", "training"])
 def test_allocated_networks_simulate(network: str, train: bool) -> None:
@@ -39,8 +54,9 @@ def test_allocated_networks_simulate(network: str, train: bool) -> None:
     Alloc().run(module, ctx)
     assert not [d for d in ctx.diagnostics.diagnostics if d.severity is Severity.ERROR]
     assert check(module).ok                      # allocated buffers share the SRAM arena
-    report = simulate(module, config=TimingConfig(trace=False))
+    report = simulate(module)
     assert report.cycles > 0 and report.energy_pj > 0
+    assert_slices_nest(report.trace_events)
     assert all(t.idle_cycles >= -1e-6 for t in report.tiles)
     if train:
         assert report.totals.macs > 2 * forward_macs       # backward adds dX and dW
