@@ -7,8 +7,8 @@ from crane.schedule.block import Block, gradient_block
 from crane.schedule.builders import chain, transformer_block
 from crane.schedule.objective import Objective
 from crane.schedule.policies import PatternSolver, schedule
-from crane.schedule.search import BlockCache
-from crane.schedule.training import TrainingSchedule, train
+from crane.schedule.search import BlockCache, BlockChoice
+from crane.schedule.training import TrainingSchedule, plan_block, train
 
 CLOUD = Machine.edge().with_changes(dram_capacity_bytes=10**12)
 OBJ = Objective()
@@ -50,3 +50,20 @@ def test_crane_fits_where_keep_everything_does_not() -> None:
     assert not capped["keep"].fits
     assert capped["crane"].fits
     assert capped["crane"].peak_dram_bytes <= cap
+
+
+def test_a_phase_with_too_few_samples_for_its_block_runs_column_by_column() -> None:
+    solver = BlockCache(PatternSolver("balanced", (True, False)))
+    found = solver(Block.of(chain(4), 0, 4), 4, CLOUD, OBJ, 0.0)
+    plan, cost = next(pc for pc in found if pc[0].subbatch == 1)
+    block = BlockChoice(0, 4, plan, cost)
+    # Keeping one sub-batch of four leaves BW1 one sample: too few for a 4-column pipeline.
+    trained = plan_block(block, 4, 1, CLOUD, solver, OBJ)
+    bw1 = [pb for pb in trained.backward if pb.phase == "bw1"]
+    assert [pb.plan.block.n for pb in bw1] == [1, 1, 1, 1]
+    assert [pb.plan.block.layers[0].name for pb in bw1] == ["conv4", "conv3", "conv2", "conv1"]
+    assert all(pb.plan.subbatch * pb.plan.q == 1 for pb in bw1)
+    total = sum(pb.cost.latency_cycles for pb in bw1)
+    assert total == trained.bw1.latency_cycles
+    assert [pb.phase for pb in trained.backward if pb.recompute] and \
+        all(pb.phase == "bw2" for pb in trained.backward if pb.recompute)
