@@ -9,9 +9,15 @@ the first tile). Each :class:`Part` says which box of every operand it reads (a 
 reads its halo; a channel-split dense conv reads every input channel and its slice of the
 kernel) and the tile-level attributes it runs with (border padding, the local ``out``).
 
+``linear`` and ``matmul`` split their rows (batch, then tokens) before their output
+columns: numpy rounds a column slice of a product differently from the whole product,
+a slice of several rows identically (a single row goes through a vector kernel and may
+round differently), and the simulator is checked against the unsplit reference.
+
 Whole-batch ops (batchnorm's batch statistics, losses, training dropout masks) are split
-by channel only, or not at all; weight gradients split by batch are partial sums
-(``Part.partial``) which codegen reduces.
+by channel only, or not at all; batchnorm's gradients by channel too. Other gradients
+split by batch; their results that are not per sample (weight gradients) are partial
+sums (``Part.partial``) which codegen reduces.
 """
 
 from __future__ import annotations
@@ -241,9 +247,9 @@ def _other_axes(op: Operation, kind: str, rank: int) -> tuple[tuple[int, ...], .
         axis = _int(op, "axis", -1) % rank
         return tuple((a,) for a in range(rank) if a != axis)
     if kind == "linear":
-        return ((0,), (rank - 1,), *(((1,),) if rank == 3 else ()))
+        return (*((a,) for a in range(rank - 1)), (rank - 1,))
     if kind == "matmul":
-        return ((0,), (rank - 1,), (rank - 2,)) if rank > 2 else ((rank - 1,), (rank - 2,))
+        return (*((a,) for a in range(rank - 1)), (rank - 1,))
     if kind == "embedding":
         return tuple((a,) for a in range(rank - 1))
     if kind in ("attention",):
