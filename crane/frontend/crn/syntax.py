@@ -141,9 +141,17 @@ class _ToAst(lark.Transformer[Token, ast.Module]):
         return ast.ListExpr(tuple(i for i in items if i is not None), _pos(bracket))
 
     def call(self, func: Token, *args: ast.Expr | ast.KwArg | None) -> ast.Call:
-        positional = tuple(a for a in args if a is not None and not isinstance(a, ast.KwArg))
-        keywords = tuple(a for a in args if isinstance(a, ast.KwArg))
-        return ast.Call(func.value, positional, keywords, _pos(func), _late_positional(args))
+        positional: list[ast.Expr] = []
+        keywords: list[ast.KwArg] = []
+        late: ast.Pos | None = None
+        for arg in args:  # one pass: this runs for every layer line
+            if isinstance(arg, ast.KwArg):
+                keywords.append(arg)
+            elif arg is not None:
+                positional.append(arg)
+                if keywords and late is None:
+                    late = arg.pos
+        return ast.Call(func.value, tuple(positional), tuple(keywords), _pos(func), late)
 
     def kwarg(self, name: Token, value: ast.Expr) -> ast.KwArg:
         return ast.KwArg(name.value, value, _pos(name))
@@ -172,16 +180,6 @@ def _reduce(operands: list[ast.Expr], op: Token) -> None:
     right = operands.pop()
     left = operands.pop()
     operands.append(ast.BinOp(op.value, left, right, _pos(op)))
-
-
-def _late_positional(args: tuple[ast.Expr | ast.KwArg | None, ...]) -> ast.Pos | None:
-    seen_keyword = False
-    for arg in args:
-        if isinstance(arg, ast.KwArg):
-            seen_keyword = True
-        elif arg is not None and seen_keyword:
-            return arg.pos
-    return None
 
 
 def _strict_available() -> bool:

@@ -35,16 +35,17 @@ LEXEME = re.compile(
       | (?P<INT>[0-9]+)
       | (?P<newline>\n(?:[ \t]*//[^\n]*)?)
       | (?P<comment>\#[^\n]*)
-      | (?P<STRING>"[^"\n]*"))
+      | (?P<STRING>"[^"\n]*")
+      | (?P<bad>.))
     """,
     re.VERBOSE,
 )
 """Blanks, then one lexeme. A newline takes the next line along when that line is a
 ``//`` comment (LINE_COMMENT: only blanks before it), so a ``//`` read as a mark is always
-floor division."""
+floor division. Any other character is ``bad``: a match starts wherever the previous one
+ended, up to the blanks that end the text."""
 LEADING_COMMENT = re.compile(r"[ \t]*//[^\n]*")
 """A ``//`` comment on the first line (which no newline precedes)."""
-BLANKS = re.compile(r"[ \t\r]*")
 
 EXPECTED_PATTERNS = {
     "NAME": ("re", "[A-Za-z_][A-Za-z0-9_]*", 0),
@@ -150,41 +151,44 @@ class CrnLexer(Lexer):
         stack = parser_state.state_stack  # the parser pushes and pops this very list
         keywords, kinds = self.table.keywords, self.table.kinds
         make = str.__new__
-        line, line_start, last = 1, 0, None
+        line, line_start, last, stop = 1, 0, None, len(source)
         leading = LEADING_COMMENT.match(source)
-        pos = 0 if leading is None else leading.end()
-        for match in LEXEME.finditer(source, pos):
-            group = match.lastgroup
-            if match.start() != pos or group is None:
-                break
-            start, end = match.span(group)
+        for match in LEXEME.finditer(source, 0 if leading is None else leading.end()):
+            group: str = match.lastgroup  # type: ignore[assignment]  # every alternative is a group
             if group == "newline":
-                line, line_start, pos = line + 1, start + 1, end
+                line, line_start = line + 1, match.start(group) + 1
                 continue
             if group == "comment":
-                pos = end
                 continue
             value = match[group]
             accepts = states[stack[-1]]
             if group == "word":
-                kind = keywords.get(value)
-                if kind is None or kind not in accepts:
+                kind: str | None = keywords.get(value, "NAME")
+                if kind not in accepts:
                     kind = "NAME" if "NAME" in accepts else None
             else:
-                kind = _first_accepted(kinds[value if group == "mark" else group], accepts)
+                choices = kinds.get(value if group == "mark" else group, _NOTHING)
+                kind = choices[0]
+                if kind not in accepts:
+                    kind = _first_accepted(choices[1:], accepts)
             if kind is None:
+                stop = match.start()
                 break
+            end = match.end()
+            start = end - len(value)
             token = make(Token, value)
             token.type, token.value, token.start_pos, token.end_pos = kind, value, start, end
             token.line = token.end_line = line
             token.column, token.end_column = start - line_start + 1, end - line_start + 1
-            pos, last = end, token
+            last = token
             yield token
-        if BLANKS.match(source, pos).end() == len(source):  # type: ignore[union-attr]
-            pos = len(source)
-        _move(lexer_state, pos, line, line_start, last)
-        if pos < len(source):
+        _move(lexer_state, stop, line, line_start, last)
+        if stop < len(source):
             yield from self.contextual(parser_state).lex(lexer_state, parser_state)
+
+
+_NOTHING = ("",)
+"""The choices of a ``bad`` character: none (no terminal is called "")."""
 
 
 def _first_accepted(kinds: tuple[str, ...], accepts: Mapping[str, object]) -> str | None:
