@@ -154,7 +154,9 @@ class Tile(Pass):
       capacity of the module's ``hw.machine``. The rest of the function (other weights
       with their gradients and optimizer state, the outputs of the ops outside the
       chain) is charged against the cap. A cap no plan meets is an error naming the smallest
-      memory that would work. The function gets a ``tile_plan`` attribute.
+      memory that would work. The function gets a ``tile_plan`` attribute: the cap, the
+      predicted peak and, per chain the plan changes (named by its first value), its
+      segments (``[start,stop) rows x cols ckpt|stored``).
 
     Run it before ``autodiff``. Statistics: ``segments``, ``tiles``, ``ops added``.
     """
@@ -230,7 +232,8 @@ class Tile(Pass):
                                f"{need} bytes ({need / GIB:.2f} GiB)")
                 return None
             specs += planned_segments(chain, plan)
-            described.append(plan.describe())
+            if any(c.checkpointed for c in plan.choices):
+                described.append(f"%{chain.ops[0].results[0].name_hint}: {plan.describe()}")
             peak = max(peak, plan.peak_bytes + rest)
         func.attributes[PLAN_ATTR] = DictAttr.of({
             "memory_cap_bytes": IntAttr(cap), "predicted_peak_bytes": IntAttr(peak),

@@ -204,7 +204,7 @@ def test_automatic_plan_tiles_vgg16_at_20480_within_11gb() -> None:
     planner = Planner(chain.layers, chain.hw(0), MemoryModel(), COST)
     segments = plan.get("segments")
     assert isinstance(segments, StringAttr)
-    assert segments.value == planner.search(11 * 10**9).describe()
+    assert segments.value == f"%{chain.ops[0].results[0].name_hint}: {planner.search(11 * 10**9).describe()}"
 
 
 def test_machine_capacity_is_the_default_cap() -> None:
