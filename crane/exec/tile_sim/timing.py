@@ -51,6 +51,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from crane.cost.traffic import dram_cycles
 from crane.dialects.hw import machine_of
 from crane.dialects.tile import BarrierOp
 from crane.exec.tile_sim.timing_flows import FlowNetwork, Resource
@@ -113,6 +114,14 @@ class TimingReport:
     frequency_hz: float
     wall_seconds: float
     trace_events: list[dict[str, object]] = field(default_factory=list)
+    dram_floor_cycles: float = 0.0
+    """The simulated DRAM bytes at the DRAM's full bandwidth (``crane.cost.traffic.dram_cycles``):
+    no schedule of this traffic is faster."""
+
+    @property
+    def compute_floor_cycles(self) -> float:
+        """The busiest tile's compute time: no schedule of this work is faster."""
+        return max((t.compute_cycles for t in self.tiles), default=0.0)
 
     @property
     def seconds(self) -> float:
@@ -133,6 +142,8 @@ class TimingReport:
             "compute_utilisation": compute / (self.cycles * len(self.tiles))
             if self.cycles and self.tiles else 0.0,
             "instructions": sum(t.instructions for t in self.tiles),
+            "dram_floor_cycles": self.dram_floor_cycles,
+            "compute_floor_cycles": self.compute_floor_cycles,
             "simulation_seconds": self.wall_seconds,
         }
 
@@ -397,4 +408,5 @@ def simulate(module: Operation, machine: Machine | None = None,
     stats = totals(programs)
     events = sim.trace.finish(programs) if sim.trace is not None else []
     return TimingReport(cycles, stats.energy_pj, sim.tile_timings(cycles), stats,
-                        machine.frequency_hz, time.perf_counter() - began, events)
+                        machine.frequency_hz, time.perf_counter() - began, events,
+                        dram_cycles(stats.dram_bytes, machine))

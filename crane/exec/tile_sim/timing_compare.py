@@ -71,6 +71,11 @@ def format_report(report: TimingReport, module: Operation | None = None,
         f"{report.energy_pj:.4e} pJ, compute utilisation "
         f"{100 * summary['compute_utilisation']:.1f}%",
     ]
+    if report.cycles:
+        lines.append(f"floors of this traffic and work: DRAM {report.dram_floor_cycles:,.0f} cycles "
+                     f"({100 * report.dram_floor_cycles / report.cycles:.0f}% of the run), "
+                     f"busiest tile's compute {report.compute_floor_cycles:,.0f} "
+                     f"({100 * report.compute_floor_cycles / report.cycles:.0f}%)")
     rows = compare_with_cost(module, report) if module is not None else []
     if rows:
         lines += ["", format_comparison(rows)]

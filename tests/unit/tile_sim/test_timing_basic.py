@@ -50,6 +50,9 @@ def test_two_tile_pipeline_cycles() -> None:
     assert t1.finish_cycles == pytest.approx(448) and t1.idle_cycles == pytest.approx(192)
     assert report.totals.dram_bytes == 2048 and report.totals.noc_byte_hops == 1024
     assert report.totals.vector_ops == 2048 and report.totals.macs == 0
+    # Floors: 2048 DRAM bytes at min(64, 2 ports x 16) B/cycle; the busiest tile's relu.
+    assert report.dram_floor_cycles == pytest.approx(64)
+    assert report.compute_floor_cycles == pytest.approx(128)
 
 
 def test_two_tile_pipeline_energy() -> None:

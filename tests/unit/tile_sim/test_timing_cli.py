@@ -47,6 +47,7 @@ def test_crane_sim_timing_prints_the_report(tmp_path: Path, capsys: pytest.Captu
     assert main([str(path), "--timing", "--trace", str(trace)]) == 0
     out = capsys.readouterr().out
     assert "cycles 448 (0.448 us)" in out
+    assert "DRAM 64 cycles (14% of the run), busiest tile's compute 128 (29%)" in out
     assert "latency_cycles" in out and "-10.7%" in out
     assert "0 (0,0)" in out and "1 (0,1)" in out
     events = json.loads(trace.read_text())["traceEvents"]
