@@ -6,7 +6,8 @@ and edges. Traffic per state follows the scheduler's semantics
 (``crane.schedule.evaluate``): a consumer takes ``ScT[i][c] - ScT[i-1][p]`` sub-batches
 straight from its producer when both run in state i (NoC flow); everything else crosses
 DRAM unless the producer is fused. Without a workload (a hand-written schedule of an
-unknown function) byte figures fall back to one unit per sub-batch and SRAM needs to 0.
+unknown function) byte figures fall back to one unit per sub-batch and SRAM needs to 0;
+training blocks of ``<layer>.grad`` columns use the scheduler's gradient block.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from crane.cost.placement import Mesh
 from crane.cost.utilisation import best_partition
 from crane.hardware.machine import Machine
 from crane.mapping.problem import BlockProblem, Flow, Grid
-from crane.schedule.block import Block
+from crane.schedule.block import Block, gradient_block
 from crane.schedule.evaluate import direct_take
 from crane.schedule.tables import ScT, grid
 from crane.schedule.workload import Workload
@@ -28,11 +29,27 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // max(1, b))
 
 
+GRAD_SUFFIX = ".grad"
+
+
 def block_of(workload: Workload | None, layers: Sequence[str]) -> Block | None:
-    """The scheduler's block of these layers (contiguous in the workload), or None."""
-    if workload is None or not layers or any(n not in workload._index for n in layers):
+    """The scheduler's block of these layers (contiguous in the workload), or None.
+
+    Columns all named ``<layer>.grad`` (a training schedule's back-propagation blocks) are
+    the gradient block of those forward layers, in reverse order
+    (``crane.schedule.block.gradient_block``).
+    """
+    if workload is None or not layers:
         return None
-    start = workload.position(layers[0])
+    if all(n.endswith(GRAD_SUFFIX) for n in layers):
+        forward = block_of(workload, [n[: -len(GRAD_SUFFIX)] for n in reversed(layers)])
+        return gradient_block(forward) if forward is not None else None
+    try:
+        start = workload.position(layers[0])
+    except KeyError:
+        return None
+    if start + len(layers) > len(workload):
+        return None
     block = Block.of(workload, start, start + len(layers))
     return block if tuple(lay.name for lay in block.layers) == tuple(layers) else None
 
