@@ -71,7 +71,7 @@ def explicit_segments(chains: Sequence[Chain], counts: Sequence[int],
             if size < 1 or position + size > len(chain.ops):
                 first = chain.ops[position]
                 raise OptionError(f"a segment of {size} ops does not fit the chain from "
-                                  f"%{first.results[0].name_hint} ({first.name}): "
+                                  f"{_label(first)} ({first.name}): "
                                   f"{len(chain.ops) - position} ops left")
             spans.append((chain, position, position + size))
             position += size
@@ -106,6 +106,12 @@ def planned_segments(chain: Chain, plan: Plan) -> list[SegmentSpec]:
     """The checkpointed segments of a plan (stored ones are left as they are)."""
     return [SegmentSpec(chain, c.segment.start, c.segment.stop, c.segment.rows, c.segment.cols)
             for c in plan.choices if c.checkpointed]
+
+
+def _label(op: LayerOp) -> str:
+    """How messages name an op: its result's SSA name, else its op name."""
+    hint = op.results[0].name_hint
+    return f"%{hint}" if hint else op.name
 
 
 def _batch(chain: Chain) -> int:
@@ -233,7 +239,7 @@ class Tile(Pass):
                 return None
             specs += planned_segments(chain, plan)
             if any(c.checkpointed for c in plan.choices):
-                described.append(f"%{chain.ops[0].results[0].name_hint}: {plan.describe()}")
+                described.append(f"{_label(chain.ops[0])}: {plan.describe()}")
             peak = max(peak, plan.peak_bytes + rest)
         func.attributes[PLAN_ATTR] = DictAttr.of({
             "memory_cap_bytes": IntAttr(cap), "predicted_peak_bytes": IntAttr(peak),
