@@ -67,6 +67,7 @@ from crane.exec.tile_sim.timing_trace import TraceBuilder
 from crane.hardware.machine import Machine
 from crane.ir.core import Operation
 from crane.ir.diagnostics import Diagnostic, DiagnosticError, Severity
+from crane.ir.verifier import verify
 
 QUEUES = ("compute", "load", "store", "noc", "sync")
 
@@ -393,13 +394,19 @@ def _capacities(machine: Machine) -> dict[Resource, float]:
 
 
 def simulate(module: Operation, machine: Machine | None = None,
-             config: TimingConfig | None = None) -> TimingReport:
+             config: TimingConfig | None = None, *, check_ir: bool = True) -> TimingReport:
     """Simulate every ``tile.program`` of ``module`` (see the module docstring).
 
-    ``machine`` defaults to the module's ``hw.machine`` (else ``edge``). Raises a located
-    ``DiagnosticError`` for programs it cannot run (unmatched transfers, deadlock).
+    ``machine`` defaults to the module's ``hw.machine`` (else ``edge``). The module is
+    verified first unless ``check_ir`` is false (the caller verified it). Raises a located
+    ``DiagnosticError`` for IR that does not verify and programs it cannot run (unmatched
+    transfers, deadlock).
     """
     began = time.perf_counter()
+    if check_ir:
+        problems = verify(module)
+        if problems:
+            raise DiagnosticError(*problems)
     config = config or TimingConfig()
     machine = machine or machine_of(module) or Machine.edge()
     programs = lower_programs(module, machine, config.ir_widths)
