@@ -2,6 +2,7 @@
 // the last result to tile 1. Double buffering (the default) gives x1 its own bytes, since
 // it is loaded while relu 0 still reads x0; without it x1 and y1 reuse step 0's bytes.
 // RUN: %crane-opt %s -p alloc | filecheck %s --check-prefix=DOUBLE
+// RUN: %crane-opt %s -p alloc | %crane-opt - -p alloc | filecheck %s --check-prefix=DOUBLE
 // RUN: %crane-opt %s -p 'alloc{double-buffer=false}' | filecheck %s --check-prefix=SINGLE
 // RUN: %crane-opt %s -p 'alloc{alignment=1024}' --pass-statistics 2>&1 | filecheck %s --check-prefix=STATS
 
