@@ -40,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="compare with the reference interpreter on the module's graph.func")
     parser.add_argument("--rtol", type=float, default=1e-5,
                         help="largest accepted max|sim - ref| / max|ref| per output (default 1e-5)")
+    parser.add_argument("--strict", action="store_true",
+                        help="no float64 second opinion for outputs float32 cannot resolve")
     parser.add_argument("--seed", type=int, default=0, help="seed for random inputs, weights and dropout")
     parser.add_argument("--func", default=None, help="graph.func to check against (default: the scheduled one)")
     parser.add_argument("--input", dest="inputs", action="append", default=[], metavar="NAME=FILE.npy",
@@ -66,7 +68,8 @@ def run(args: argparse.Namespace, sources: SourceManager) -> int:
             return 0
     inputs, weights = _inputs(args.inputs), _weights(args.weights)
     if args.check:
-        report = check(module, rtol=args.rtol, seed=args.seed, inputs=inputs, weights=weights, func=args.func)
+        report = check(module, rtol=args.rtol, seed=args.seed, inputs=inputs, weights=weights, func=args.func,
+                       strict=args.strict)
         print("\n".join(report.lines()))
         return 0 if report.ok else MISMATCH
     dram, counters = simulate(module, inputs, weights, seed=args.seed, check_ir=False)

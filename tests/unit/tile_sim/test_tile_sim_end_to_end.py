@@ -1,0 +1,57 @@
+"""``lower-to-tile`` output run by the functional simulator and checked against the interpreter."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+import numpy as np
+from tile_sim_testing import ROOT
+
+from crane.dialects import default_context
+from crane.dialects.hw import MachineOp
+from crane.exec.tile_sim.check import NOISE_FACTOR, Comparison, _reconsider, check, compare
+from crane.hardware.machine import Machine
+from crane.ir.printer import print_op
+from crane.tools.inputs import parse_ir, translate
+
+
+def _lowered(network: str, mesh: int) -> str:
+    path = ROOT / "examples" / f"{network}.crn"
+    module = translate("crn", path.read_text(), str(path), default_context())
+    old = next(op for op in module.body.ops if isinstance(op, MachineOp))
+    machine = dataclasses.replace(old.machine, rows=mesh, cols=mesh, dram_ports=Machine.edge_ports(mesh, mesh))
+    module.body.insert_before(old, MachineOp.build(machine))
+    old.erase()
+    done = subprocess.run([sys.executable, "-m", "crane.opt", "-p", "lower-to-tile", "-"], input=print_op(module),
+                          capture_output=True, text=True, cwd=str(ROOT), timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_tiny_resnet_training_step_on_2x2_matches_the_interpreter() -> None:
+    text = _lowered("tiny_resnet", 2)
+    assert text.count("tile.program") == 4 and "{offset = -1}" not in text
+    report = check(parse_ir(text, "tiny_resnet.tile.mlir", default_context()), rtol=1e-5)
+    assert report.ok, report.lines()
+    names = {c.name for c in report.comparisons}
+    assert {"loss", "stem.conv_bn.y.weight.new", "stem.conv_bn.y.weight.velocity.new"} <= names and len(names) == 41
+    assert report.max_rel < 1e-5 and report.counters.noc_bytes > 0
+
+
+def test_outputs_float32_cannot_resolve_are_judged_against_float64() -> None:
+    ref64 = np.array([1e-19, -2e-19, 0.5e-19])
+    ref32 = np.array([3e-10, -1e-10, 2e-10], np.float32)
+    close = np.array([-2e-10, 2e-10, 1e-10], np.float32)
+    dram = {"g": close}
+    failed = compare("g", ref32, dram, 1e-5)
+    assert not failed.ok
+    judged = _reconsider(failed, close, ref32, ref64, 1e-5)
+    assert judged.ok and judged.status == "ill-conditioned" and judged.noise is not None
+    far = close * 10 * NOISE_FACTOR
+    assert not _reconsider(compare("g", ref32, {"g": far}, 1e-5), far, ref32, ref64, 1e-5).ok
+    # A well-conditioned output that fails stays failed: float32 resolves it.
+    good = Comparison("w", "w", (3,), 0.1, 0.1, False)
+    w64 = np.array([1.0, 2.0, 3.0])
+    assert not _reconsider(good, w64 + 0.1, w64.astype(np.float32), w64, 1e-5).ok
