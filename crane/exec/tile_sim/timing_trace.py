@@ -5,7 +5,8 @@ One process per tile (``pid`` = tile id, named ``tile 5 (1, 1)``), one thread pe
 and ``noc <k>`` lanes: transfers of a tile that overlap in time go to different lanes so
 that every thread's slices nest properly. Every instruction is a complete event (``"ph":
 "X"``) with ``ts``/``dur`` in microseconds of machine time and ``args`` naming the
-instruction index, bytes and MACs. A send and its recv each appear on their own tile.
+instruction index, bytes and MACs. A send and its recv each appear on their own tile, joined
+by a flow arrow (``"ph": "s"`` / ``"f"`` events with one ``id``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ class TraceBuilder:
     frequency_hz: float
     events: list[Event] = field(default_factory=list)
     transfers: dict[int, list[Event]] = field(default_factory=dict)
+    sends: dict[object, Event] = field(default_factory=dict)
+    """Send slices by their transfer, to draw an arrow to the matching recv."""
+    recvs: dict[object, Event] = field(default_factory=dict)
 
     def micros(self, cycles: float) -> float:
         return cycles / self.frequency_hz * 1e6
@@ -51,6 +55,7 @@ class TraceBuilder:
                         "ts": self.micros(start), "dur": self.micros(end - start), "args": args}
         if ins.queue == "noc":
             self.transfers.setdefault(prog.tile, []).append(event)
+            (self.sends if ins.kind == "send" else self.recvs)[ins.match] = event
             return
         event["tid"] = THREADS[ins.queue]
         self.events.append(event)
@@ -72,7 +77,19 @@ class TraceBuilder:
                              "tid": NOC_LANE_BASE + lane, "args": {"name": f"noc {lane}"}})
         body = self.events + [e for events in self.transfers.values() for e in events]
         body.sort(key=_order)
-        return meta + body
+        return meta + body + self.arrows()
+
+    def arrows(self) -> list[Event]:
+        """Flow events (``ph`` s/f) from every send slice to its recv slice."""
+        flows: list[Event] = []
+        for number, (key, send) in enumerate(self.sends.items()):
+            recv = self.recvs.get(key)
+            if recv is None:
+                continue
+            for end, phase in ((send, "s"), (recv, "f")):
+                flows.append({"name": "transfer", "cat": "noc", "ph": phase, "id": number,
+                              "pid": end["pid"], "tid": end["tid"], "ts": end["ts"], "bp": "e"})
+        return flows
 
 
 def _order(event: Event) -> tuple[int, float]:

@@ -94,6 +94,8 @@ def test_trace_is_valid_chrome_json(tmp_path) -> None:
     threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
     assert threads[(0, 10)] == "noc 0" and threads[(1, 1)] == "compute"
     assert all(e["dur"] >= 0 for e in slices)
+    arrows = sorted((e["ph"], e["pid"], e["tid"], e["ts"]) for e in events if e["ph"] in "sf")
+    assert arrows == [("f", 1, 10, pytest.approx(0.192)), ("s", 0, 10, pytest.approx(0.192))]
 
 
 def test_no_trace_when_not_asked() -> None:
