@@ -94,6 +94,7 @@ from crane.ir.types import SCALAR_NAMES, BufferType, ScalarType
 ROLES = ("input", "weight", "output", "activation", "gradient", "state")
 """Values of ``tile.dram``'s ``role``."""
 
+
 def dram(op: Operation, name: str) -> DramOp | None:
     """The ``tile.dram`` called ``name`` in the module of ``op``."""
     found = dram_named(op, name)
