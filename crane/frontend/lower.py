@@ -34,9 +34,19 @@ def _tensor(shape: tuple[int, ...], dtype: str) -> TensorType:
     return TensorType(shape, ELEMENT_TYPES[dtype])
 
 
+class _Types(dict[tuple[tuple[int, ...], str], TensorType]):
+    """Tensor types by (shape, dtype), built once each: types are immutable values, and a
+    network repeats a few shapes over thousands of layers."""
+
+    def __missing__(self, key: tuple[tuple[int, ...], str]) -> TensorType:
+        made = self[key] = _tensor(*key)
+        return made
+
+
 def lower_network(network: Network) -> ModuleOp:
     """The module for ``network``: its machine (if any) and one ``graph.func``."""
-    body = Block([_tensor(d.shape, d.dtype) for d in network.inputs])
+    types = _Types()
+    body = Block([types[d.shape, d.dtype] for d in network.inputs])
     values: dict[str, Value] = {}
     for arg, decl in zip(body.args, network.inputs, strict=True):
         arg.name_hint = decl.name
@@ -46,12 +56,13 @@ def lower_network(network: Network) -> ModuleOp:
         loc = _loc(layer.loc)
         weights = []
         for weight in layer.weights:
-            weight_op = WeightOp.build(f"{layer.name}.{weight.name}", _tensor(weight.shape, weight.dtype), loc)
-            weight_op.results[0].name_hint = f"{layer.name}.{weight.name}"
+            name = f"{layer.name}.{weight.name}"
+            weight_op = WeightOp.build(name, types[weight.shape, weight.dtype], loc)
+            weight_op.results[0].name_hint = name
             ops.append(weight_op)
             weights.append(weight_op.results[0])
         inputs = [values[name] for name in layer.inputs]
-        op = LAYER_OPS[layer.kind].build(inputs, weights, layer.attrs, _tensor(layer.out_shape, layer.dtype), loc)
+        op = LAYER_OPS[layer.kind].build(inputs, weights, layer.attrs, types[layer.out_shape, layer.dtype], loc)
         op.results[0].name_hint = layer.name
         values[layer.name] = op.results[0]
         ops.append(op)

@@ -7,7 +7,14 @@ block is delegated to :mod:`crane.frontend.crn.statements`, which runs its body.
 
 from __future__ import annotations
 
-from crane.dialects.layers.kinds import DEFAULT_ATTRS, LAYER_KINDS, LayerKind, ParamError, coerce
+from crane.dialects.layers.kinds import (
+    DEFAULT_ATTRS,
+    LAYER_KINDS,
+    LayerKind,
+    Param,
+    ParamError,
+    coerce,
+)
 from crane.dialects.layers.rules import ShapeError
 from crane.dialects.layers.values import did_you_mean
 from crane.frontend.crn import ast
@@ -17,6 +24,12 @@ from crane.frontend.errors import CrnError
 from crane.frontend.model import INTEGER_DTYPES, AttrValue, Layer, WeightDecl
 
 Number = int | float
+
+PARAMS: dict[str, dict[str, Param]] = {name: {p.name: p for p in kind.params} for name, kind in LAYER_KINDS.items()}
+"""Each layer kind's parameters by name (looked up for every keyword argument)."""
+REQUIRED: dict[str, tuple[Param, ...]] = {name: tuple(p for p in kind.params if p.required)
+                                          for name, kind in LAYER_KINDS.items()}
+"""Each layer kind's required parameters, in table order."""
 
 
 def eval_expr(ctx: Ctx, frame: Frame, expr: ast.Expr, hint: str | None = None) -> Value:
@@ -29,13 +42,15 @@ def eval_expr(ctx: Ctx, frame: Frame, expr: ast.Expr, hint: str | None = None) -
 
 def eval_loose(ctx: Ctx, frame: Frame, expr: ast.Expr, hint: str | None = None) -> Value:
     """Like :func:`eval_expr`, but an unbound bare word is returned as a :class:`Symbol`."""
-    if isinstance(expr, ast.Num | ast.Str | ast.Bool):
-        return expr.value
+    # Most frequent first (layer inputs, layer calls, literal parameters): single-class
+    # isinstance checks are the cheap ones.
     if isinstance(expr, ast.Name):
         found = frame.scope.lookup(expr.id)
         return Symbol(expr.id, expr.pos) if found is None else found
     if isinstance(expr, ast.Call):
         return eval_call(ctx, frame, expr, hint)
+    if isinstance(expr, (ast.Num, ast.Str, ast.Bool)):
+        return expr.value
     if isinstance(expr, ast.ListExpr):
         return tuple(_plain(ctx, frame, eval_expr(ctx, frame, item), item) for item in expr.items)
     if isinstance(expr, ast.Neg):
@@ -129,13 +144,13 @@ def apply_layer(ctx: Ctx, frame: Frame, call: ast.Call, kind: LayerKind, hint: s
     ctx.step(frame.file, call.pos)
     inputs = _tensor_inputs(ctx, frame, call, kind)
     attrs, given = _params(ctx, frame, call, kind)
+    shapes = tuple(t.shape for t in inputs)
     try:
-        out_shape, resolved = kind.shape(tuple(t.shape for t in inputs), attrs)
+        out_shape, resolved = kind.shape(shapes, attrs)
     except ShapeError as problem:
         pos = given.get(problem.param, call.pos) if problem.param else call.pos
         raise ctx.error(frame.file, pos, problem.message) from None
     dtype = _out_dtype(kind, inputs, resolved)
-    shapes = tuple(t.shape for t in inputs)
     weights = tuple(WeightDecl(name, shape, dtype) for name, shape in kind.weights(shapes, resolved))
     name = ctx.unique(hint if hint is not None else f"{frame.prefix}{kind.name}{frame.suffix}")
     loc = ctx.loc(frame.file, call.pos)
@@ -175,8 +190,9 @@ def _tensor_arg(ctx: Ctx, frame: Frame, kind: LayerKind, index: int, arg: ast.Ex
 def _params(ctx: Ctx, frame: Frame, call: ast.Call, kind: LayerKind) -> tuple[dict[str, AttrValue], dict[str, ast.Pos]]:
     attrs: dict[str, AttrValue] = {}
     given: dict[str, ast.Pos] = {}
+    params = PARAMS[kind.name]
     for kw in call.kwargs:
-        param = kind.param(kw.name)
+        param = params.get(kw.name)
         if param is None:
             valid = ", ".join(p.name for p in kind.params) or "none"
             raise ctx.error(frame.file, kw.pos, f"unknown parameter '{kw.name}' for {kind.name}"
@@ -184,16 +200,15 @@ def _params(ctx: Ctx, frame: Frame, call: ast.Call, kind: LayerKind) -> tuple[di
         if kw.name in given:
             raise ctx.error(frame.file, kw.pos, f"parameter '{kw.name}' given twice")
         given[kw.name] = kw.pos
-        attrs[kw.name] = _param_value(ctx, frame, kind, param.name, kw)
-    for param in kind.params:
-        if param.required and param.name not in attrs:
+        attrs[kw.name] = _param_value(ctx, frame, kind, param, kw)
+    for param in REQUIRED[kind.name]:
+        if param.name not in attrs:
             raise ctx.error(frame.file, call.pos, f"{kind.name} needs {param.name}=... ({param.doc})")
     return {**DEFAULT_ATTRS[kind.name], **attrs}, given
 
 
-def _param_value(ctx: Ctx, frame: Frame, kind: LayerKind, name: str, kw: ast.KwArg) -> AttrValue:
-    param = kind.param(name)
-    assert param is not None
+def _param_value(ctx: Ctx, frame: Frame, kind: LayerKind, param: Param, kw: ast.KwArg) -> AttrValue:
+    name = param.name
     value = eval_loose(ctx, frame, kw.value)
     if isinstance(value, Symbol):
         if not param.type.takes_symbol:

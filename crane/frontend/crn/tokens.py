@@ -139,12 +139,12 @@ class CrnLexer(Lexer):
         return self._contextual
 
     def lex(self, lexer_state: LexerState, parser_state: Any) -> Iterator[Token]:
+        # Not a generator itself: the parser pulls tokens straight from `_lex`.
         text = lexer_state.text
         whole = isinstance(text, TextSlice) and text.is_complete_text() and isinstance(text.text, str)
         if not whole or lexer_state.line_ctr.char_pos != 0:
-            yield from self.contextual(parser_state).lex(lexer_state, parser_state)
-            return
-        yield from self._lex(text.text, lexer_state, parser_state)
+            return self.contextual(parser_state).lex(lexer_state, parser_state)
+        return self._lex(text.text, lexer_state, parser_state)
 
     def _lex(self, source: str, lexer_state: LexerState, parser_state: Any) -> Iterator[Token]:
         states = parser_state.parse_conf.states
