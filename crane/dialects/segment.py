@@ -113,6 +113,10 @@ class BlockOp(Operation):
             Attr("energy_pj", FloatAttr, optional=True),
             Attr("phase", StringAttr, optional=True,
                  doc="forward (default), bw1 or bw2: the training phase the block runs in"),
+            Attr("placement", ArrayAttr, optional=True,
+                 doc="tile ids of each (state, column), states x columns (set by map)"),
+            Attr("ports", DenseIntsAttr, optional=True,
+                 doc="DRAM port of each (state, column), -1 when not placed (set by map)"),
         ),
         summary="a block of layers scheduled with one ScT/MeT pair",
     )
@@ -208,6 +212,44 @@ class BlockOp(Operation):
             raise VerifyError(f"{_int(self, 'subbatches')} sub-batches of "
                               f"{_int(self, 'subbatch')} {verb} the batch of {batch}")
 
+    def mapping(self) -> tuple[list[tuple[int, ...]], list[int]] | None:
+        """The ``placement`` (tile ids per entry) and ``ports`` lists, state-major, if set."""
+        placement, ports = self.attributes.get("placement"), self.attributes.get("ports")
+        if not isinstance(placement, ArrayAttr) or not isinstance(ports, DenseIntsAttr):
+            return None
+        return ([tuple(e) if isinstance(e, DenseIntsAttr) else () for e in placement],
+                list(ports))
+
+    def verify_mapping(self) -> None:
+        """Shapes of ``placement``/``ports``: one entry per (state, column), lengths equal to
+        the tile counts, ids non-negative, port -1 exactly where nothing is placed. Whether
+        the ids exist on the machine is the ``map`` pass's legality check."""
+        has_placement, has_ports = "placement" in self.attributes, "ports" in self.attributes
+        if not has_placement and not has_ports:
+            return
+        if has_placement != has_ports:
+            raise VerifyError("'placement' and 'ports' must be given together")
+        placement = self.attributes["placement"]
+        if not isinstance(placement, ArrayAttr) or not all(
+                isinstance(e, DenseIntsAttr) for e in placement):
+            raise VerifyError("'placement' must be an array of array<i64: ...> entries")
+        tiles = _ints(self, "tiles")
+        entries, ports = self.mapping() or ([], [])
+        if len(entries) != len(tiles) or len(ports) != len(tiles):
+            raise VerifyError(f"'placement' and 'ports' must hold {len(tiles)} entries "
+                              f"(states x columns), got {len(entries)} and {len(ports)}")
+        n = len(self.layer_names)
+        for k, (ids, count, port) in enumerate(zip(entries, tiles, ports, strict=True)):
+            where = f"state {k // n}, column {k % n} ('{self.layer_names[k % n]}')"
+            if len(ids) != count:
+                raise VerifyError(f"'placement' of {where} lists {len(ids)} tiles, "
+                                  f"'tiles' gives it {count}")
+            if any(t < 0 for t in ids):
+                raise VerifyError(f"'placement' of {where} has a negative tile id")
+            if (port == -1) != (count == 0) or port < -1:
+                raise VerifyError(f"'ports' of {where} must be -1 exactly when nothing "
+                                  f"is placed, got {port}")
+
     def tile_violations(self) -> list[Violation]:
         """Tiles given to inactive columns, missing for active ones, or beyond the machine."""
         n, found = len(self.layer_names), []
@@ -227,6 +269,7 @@ class BlockOp(Operation):
 
     def verify_op(self) -> None:
         self.verify_layout()
+        self.verify_mapping()
         found = [*check_tables(self.tables(), self.label), *self.tile_violations()]
         if not found:
             return
