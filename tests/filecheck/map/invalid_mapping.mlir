@@ -191,3 +191,18 @@ builtin.module @two attributes {crane.machine = @mesh2x2} {
     segment.block {layers = ["a", "c"], subbatch = 1, subbatches = 3, shape = array<i64: 3, 2>, workloads = array<i64: 1, 2, 1>, sct = array<i64: 1, 0, 3, 2, 3, 3>, met_dram = array<i64: 1, 0, 3, 0, 3, 0>, met_sram = array<i64: 0, 0, 2, 2, 3, 3>, deps = array<i64: 0, 1>, tiles = array<i64: 4, 0, 2, 2, 0, 4>, fused = array<i64: 1, 0>, placement = [array<i64: 0, 1, 3, 2>, array<i64>, array<i64: 0, -1>, array<i64: 3, 2>, array<i64>, array<i64: 0, 1, 3, 2>], ports = array<i64: 0, -1, 0, 1, -1, 0>} : () -> ()
   }) {func = @two, policy = "crane", objective = "edp", batch = 3} : () -> ()
 }
+
+// -----
+
+// More tiles than the mesh (edge, as no machine is named) has: nothing can be placed.
+segment.schedule ({
+  // expected-error@+1 {{cannot place block 'c': state 0 needs 20 tiles, the mesh has 16}}
+  segment.block {layers = ["c"], subbatch = 3, subbatches = 1, shape = array<i64: 1, 1>, workloads = array<i64: 1>, sct = array<i64: 1>, met_dram = array<i64: 1>, met_sram = array<i64: 0>, deps = array<i64>, tiles = array<i64: 20>, fused = array<i64: 0>} : () -> ()
+}) {func = @net, policy = "crane", objective = "edp", batch = 3} : () -> ()
+
+// -----
+
+segment.schedule ({
+  // expected-error@+1 {{'placement' and 'ports' must be given together}}
+  segment.block {layers = ["c"], subbatch = 3, subbatches = 1, shape = array<i64: 1, 1>, workloads = array<i64: 1>, sct = array<i64: 1>, met_dram = array<i64: 1>, met_sram = array<i64: 0>, deps = array<i64>, tiles = array<i64: 1>, fused = array<i64: 0>, placement = [array<i64: 0>]} : () -> ()
+}) {func = @net, policy = "crane", objective = "edp", batch = 3} : () -> ()
