@@ -218,19 +218,30 @@ class ProgramOp(Operation):
 
 
 class AllocOp(TileInstruction):
-    """``tile.alloc``: an SRAM buffer of the tile; ``offset`` in bytes, -1 = unallocated."""
+    """``tile.alloc``: an SRAM buffer of the tile; ``offset`` in bytes, -1 = unallocated.
+
+    The buffer takes ``bytes`` of SRAM when given (e.g. elements x the machine's
+    ``data_bytes``, the width the cost model and the schedule count), else its elements at
+    the IR element type's width (f32: 4 bytes).
+    """
 
     __slots__ = ()
     spec = OpSpec("tile.alloc", results=(Result("buffer", _SRAM),),
-                  attributes=(Attr("offset", IntAttr, doc="byte offset in SRAM, -1 if unallocated"),),
+                  attributes=(Attr("offset", IntAttr, doc="byte offset in SRAM, -1 if unallocated"),
+                              Attr("bytes", IntAttr, optional=True,
+                                   doc="SRAM footprint in bytes (default: at the IR element width)")),
                   summary="an SRAM buffer")
 
     @classmethod
     def build(cls, shape: Sequence[int], dtype: str = "f32", offset: int = -1,
-              name: str | None = None, location: Location = UNKNOWN) -> AllocOp:
-        """A buffer; ``name`` becomes its SSA name hint (``%x``)."""
+              name: str | None = None, nbytes: int | None = None,
+              location: Location = UNKNOWN) -> AllocOp:
+        """A buffer; ``name`` becomes its SSA name hint (``%x``); ``nbytes`` its ``bytes``."""
         buffer = BufferType(tuple(shape), ScalarType(dtype), "sram")
-        op = cls.create(None, (), (buffer,), {"offset": IntAttr(offset)}, (), location)
+        attrs: dict[str, Attribute] = {"offset": IntAttr(offset)}
+        if nbytes is not None:
+            attrs["bytes"] = IntAttr(nbytes)
+        op = cls.create(None, (), (buffer,), attrs, (), location)
         op.results[0].name_hint = name
         assert isinstance(op, AllocOp)
         return op
@@ -245,13 +256,17 @@ class AllocOp(TileInstruction):
 
     @property
     def byte_size(self) -> int:
-        return _buffer(self.results[0]).byte_size
+        """The SRAM the buffer occupies: ``bytes``, else its size at the IR element width."""
+        given = self.attributes.get("bytes")
+        return given.value if isinstance(given, IntAttr) else _buffer(self.results[0]).byte_size
 
     def verify_op(self) -> None:
         if any(d <= 0 for d in _buffer(self.results[0]).shape):
             raise VerifyError(f"buffer dimensions must be positive, got {self.results[0].type}")
         if self.offset < -1:
             raise VerifyError(f"'offset' must be a byte offset or -1, got {self.offset}")
+        if self.byte_size <= 0:
+            raise VerifyError(f"'bytes' must be positive, got {self.byte_size}")
         mesh = mesh_of(self)
         if self.offset < 0 or mesh is None:
             return

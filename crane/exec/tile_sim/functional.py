@@ -252,7 +252,7 @@ class _Run:
     def execute(self, state: _Tile, op: Operation) -> None:
         sram = state.sram
         if isinstance(op, AllocOp):
-            sram.allocate(op.buffer, op.offset, op)
+            sram.allocate(op.buffer, op.offset, op.byte_size, op)
         elif isinstance(op, LoadOp):
             self.load(sram, op)
         elif isinstance(op, StoreOp):

@@ -2,7 +2,8 @@
 
 A buffer whose ``tile.alloc`` has ``offset = -1`` gets an array of its own. An allocated
 buffer is a view into its tile's SRAM *arena* (one byte array of ``sram_bytes``), so two
-live buffers placed on overlapping bytes really overwrite each other. The arena also keeps,
+live buffers placed on overlapping bytes really overwrite each other (a buffer whose
+declared footprint differs from its IR size keeps its own array). The arena also keeps,
 per buffer, whether its bytes still hold what was last written through it: a write
 through one buffer invalidates every other buffer it overlaps, and reading an invalidated
 (or never written) buffer is an error naming both buffers and the overwriting instruction.
@@ -77,24 +78,29 @@ class Sram:
     written: set[Value] = field(default_factory=set)
     arena: Array | None = None
 
-    def allocate(self, value: Value, offset: int, op: Operation) -> None:
-        """Make the buffer of ``op`` (a ``tile.alloc``) at byte ``offset`` (-1: its own array)."""
+    def allocate(self, value: Value, offset: int, size: int, op: Operation) -> None:
+        """Make the buffer of ``op`` (a ``tile.alloc``) taking ``size`` bytes at ``offset``
+        (-1: its own array). A buffer whose footprint is not its IR size (``bytes``
+        narrower than f32) keeps its values in its own array; its bytes are still tracked,
+        so overlapping it with a live buffer is detected."""
         btype = value.type
         assert isinstance(btype, BufferType)
         dtype = numpy_dtype(btype.element)
         if offset < 0:
             self.arrays[value] = np.zeros(btype.shape, dtype)
             return
-        end = offset + btype.byte_size
+        end = offset + size
         span = int(np.prod(btype.shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-        if max(end, offset + span) > self.capacity:
+        if end > self.capacity:
             raise fail(op, f"buffer {describe(value)} at bytes [{offset}, {end}) lies outside "
                            f"tile {self.tile}'s SRAM of {self.capacity} bytes")
+        self.placed[value] = _Placed(offset, end, op)
+        if span != size or offset + span > self.capacity:
+            self.arrays[value] = np.zeros(btype.shape, dtype)
+            return
         if self.arena is None:
             self.arena = np.zeros(self.capacity, np.uint8)
-        view = self.arena[offset: offset + span].view(dtype).reshape(btype.shape)
-        self.arrays[value] = view
-        self.placed[value] = _Placed(offset, end, op)
+        self.arrays[value] = self.arena[offset: offset + span].view(dtype).reshape(btype.shape)
 
     def read(self, value: Value, op: Operation) -> Array:
         """The contents of a buffer ``op`` reads; fails if they were never written or were

@@ -83,6 +83,8 @@ def test_accessors_read_back_what_builders_wrote() -> None:
     assert compute.op_attrs["padding"] == (1, 1, 1, 1)
     store = next(op for op in programs[1].instructions if isinstance(op, StoreOp))
     assert (store.tensor, store.offsets, store.port, store.accumulate) == ("y", (0, 3, 0, 0), 2, True)
+    alloc = AllocOp.build((2, 8), nbytes=16)
+    assert (alloc.byte_size, AllocOp.build((2, 8)).byte_size) == (16, 64)
     assert compute_kind("conv2d_grad_weight") == ("grad_weight", "conv2d")
     assert compute_kind("momentum") == ("update", "momentum")
     assert compute_kind("nonsense") == ("", "nonsense")
@@ -96,6 +98,8 @@ BROKEN = [
     ("port = 0}", "port = 9}", "DRAM port 9 does not exist (the machine has 4)"),
     ("{offset = 408}", "{offset = 4000}", "buffer [4000, 4128) exceeds the tile's SRAM of 4096 bytes"),
     ("{offset = 408}", "{offset = -2}", "'offset' must be a byte offset or -1"),
+    ("{offset = 408}", "{offset = 408, bytes = 0}", "'bytes' must be positive, got 0"),
+    ("{offset = 408}", "{offset = 4064, bytes = 33}", "buffer [4064, 4097) exceeds the tile's SRAM of 4096 bytes"),
     ("peer = 1, tag = 7, route", "peer = 4, tag = 7, route", "peer 4 is outside the 2 x 2 mesh"),
     ("route = array<i64: 0, 1>", "route = array<i64: 0, 3, 1>", "hops from tile 0 to tile 3"),
     ("route = array<i64: 0, 1>", "route = array<i64: 1, 0>", "'route' must run from tile 0 to tile 1"),

@@ -143,3 +143,20 @@ def test_a_kernel_failure_is_a_located_error_not_a_traceback() -> None:
     with pytest.raises(SimulationError) as problem:
         simulate(module, check_ir=False)
     assert _errors(problem)[0].startswith("'tile.compute' op 'fill' failed on tile 1:")
+
+
+def _narrow(text: str, offsets: tuple[int, int, int]) -> str:
+    """conv_split with tile 0's buffers at one byte per element (``bytes``) at ``offsets``."""
+    for old, new, size in zip(("{offset = 0}", "{offset = 768}", "{offset = 984}"), offsets, (192, 54, 128),
+                              strict=True):
+        text = text.replace(old, f"{{offset = {new}, bytes = {size}}}", 1)
+    return text
+
+
+def test_a_declared_narrow_footprint_packs_tighter_and_overlaps_are_still_caught() -> None:
+    base = print_op(load("conv_split.mlir"))
+    tight = parse(_narrow(base, (0, 192, 246)))
+    np.testing.assert_array_equal(run_programs(tight)["y"], run_programs(load("conv_split.mlir"))["y"])
+    with pytest.raises(SimulationError) as problem:
+        simulate(parse(_narrow(base, (0, 100, 246))))
+    assert _errors(problem)[0].startswith("'tile.compute' op reads %x (SRAM bytes [0, 192) of tile 0), which %w overwrote")
