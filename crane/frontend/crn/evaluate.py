@@ -30,6 +30,9 @@ PARAMS: dict[str, dict[str, Param]] = {name: {p.name: p for p in kind.params} fo
 REQUIRED: dict[str, tuple[Param, ...]] = {name: tuple(p for p in kind.params if p.required)
                                           for name, kind in LAYER_KINDS.items()}
 """Each layer kind's required parameters, in table order."""
+INPUT_COUNTS: dict[str, tuple[int, int | None]] = {name: (kind.min_inputs, kind.max_inputs)
+                                                   for name, kind in LAYER_KINDS.items()}
+"""Each layer kind's fewest and most tensor inputs (None: no limit)."""
 
 
 def eval_expr(ctx: Ctx, frame: Frame, expr: ast.Expr, hint: str | None = None) -> Value:
@@ -160,7 +163,7 @@ def apply_layer(ctx: Ctx, frame: Frame, call: ast.Call, kind: LayerKind, hint: s
 
 
 def _tensor_inputs(ctx: Ctx, frame: Frame, call: ast.Call, kind: LayerKind) -> list[Tensor]:
-    count, low, high = len(call.args), kind.min_inputs, kind.max_inputs
+    count, (low, high) = len(call.args), INPUT_COUNTS[kind.name]
     if count < low or (high is not None and count > high):
         names = ", ".join(kind.inputs) + (", ..." if kind.variadic else "")
         span = f"{low}" if low == high else (f"{low} or more" if high is None else f"{low} to {high}")
@@ -178,6 +181,10 @@ def _tensor_inputs(ctx: Ctx, frame: Frame, call: ast.Call, kind: LayerKind) -> l
 
 
 def _tensor_arg(ctx: Ctx, frame: Frame, kind: LayerKind, index: int, arg: ast.Expr) -> Tensor:
+    if isinstance(arg, ast.Name):  # the usual input, a bound name: no general evaluation
+        found = frame.scope.lookup(arg.id)
+        if isinstance(found, Tensor):
+            return found
     value = eval_expr(ctx, frame, arg)
     if isinstance(value, Tensor):
         return value
@@ -209,7 +216,7 @@ def _params(ctx: Ctx, frame: Frame, call: ast.Call, kind: LayerKind) -> tuple[di
 
 def _param_value(ctx: Ctx, frame: Frame, kind: LayerKind, param: Param, kw: ast.KwArg) -> AttrValue:
     name = param.name
-    value = eval_loose(ctx, frame, kw.value)
+    value = kw.value.value if isinstance(kw.value, ast.Num) else eval_loose(ctx, frame, kw.value)
     if isinstance(value, Symbol):
         if not param.type.takes_symbol:
             raise undefined(ctx, frame, value)
