@@ -1,13 +1,18 @@
 """Z3 placement search for small meshes: minimise hop-bytes state by state.
 
 States are independent (every rule and the objective are per state), so each state is a
-separate ``z3.Optimize`` problem over the tiles' rows and columns and the columns' ports,
-with tile exclusivity and SRAM capacity as constraints, partitions of a column in
-increasing tile order (they are interchangeable), and the hop-bytes of ``crane.mapping.hops``
-(flow bytes spread evenly over tile pairs, DRAM bytes over a column's tiles, rounded to
-whole bytes) as the objective. The heuristic's layout bounds the objective from above; a
-state keeps the heuristic's layout unless Z3 finds a strictly cheaper one within its share
-of the time limit. Meshes above ``MAX_TILES`` tiles are left to the heuristic.
+separate ``z3.Optimize`` problem. Partitions of one column are interchangeable, so the
+variables are per column and tile: ``y[j][t]`` (column j occupies tile t) and per column and
+port ``q[j][k]`` (column j uses DRAM port k). Constraints: each column occupies exactly its
+tile count and uses one port; a tile holds at most one column (tile exclusivity); SRAM
+capacity then reduces to each column's per-tile need plus the held share fitting in a tile
+(checked up front). The objective is the hop-bytes of ``crane.mapping.hops``: for a flow
+p -> c, ``bytes / (|p| |c|)`` times the distance of every occupied tile pair, for DRAM
+traffic ``bytes / |j|`` times the distance from the port to every occupied tile (weights
+rounded to whole bytes), bounded above by the heuristic's layout. A state keeps the
+heuristic's layout unless Z3 finds a strictly cheaper one within its share of the time;
+the result is proved legal by ``crane.mapping.legality`` like any other mapping. Meshes
+above ``MAX_TILES`` tiles are left to the heuristic.
 """
 
 from __future__ import annotations
@@ -15,80 +20,73 @@ from __future__ import annotations
 import z3
 
 from crane.mapping.hops import state_hop_bytes
-from crane.mapping.problem import BlockProblem, Mapping
+from crane.mapping.problem import BlockProblem, Mapping, coords
 from crane.solve.smt import minimize
 
 MAX_TILES = 16
 
+Layout = tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]
+Occupancy = dict[int, list[z3.BoolRef]]
 
-def _dist(a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
-    return z3.If(a >= b, a - b, b - a)
+
+def _distance(a: tuple[int, int], b: tuple[int, int]) -> int:
+    return abs(a[0] - b[0]) + abs(a[1] - b[1])
 
 
-def _state_model(problem: BlockProblem, i: int, bound: float
-                 ) -> tuple[list[z3.BoolRef], z3.ArithRef, dict[int, list[tuple[z3.ArithRef, z3.ArithRef]]],
-                            dict[int, z3.ArithRef]]:
+def _objective(problem: BlockProblem, i: int, y: Occupancy, q: Occupancy) -> z3.ArithRef:
     mesh = problem.mesh
-    rc: dict[int, list[tuple[z3.ArithRef, z3.ArithRef]]] = {}
-    ports: dict[int, z3.ArithRef] = {}
-    rules: list[z3.BoolRef] = []
-    for j in problem.placed_columns(i):
-        rc[j] = [(z3.Int(f"r{j}_{k}"), z3.Int(f"c{j}_{k}")) for k in range(problem.tiles[i][j])]
-        ports[j] = z3.Int(f"port{j}")
-        rules += [z3.And(r >= 0, r < mesh.rows, c >= 0, c < mesh.cols) for r, c in rc[j]]
-        rules.append(z3.And(ports[j] >= 0, ports[j] < len(mesh.ports)))
-    pos = {j: [r * mesh.cols + c for r, c in cells] for j, cells in rc.items()}
-    everyone = [x for xs in pos.values() for x in xs]
-    if len(everyone) > 1:
-        rules.append(z3.Distinct(*everyone))
-    for xs in pos.values():
-        rules += [a < b for a, b in zip(xs, xs[1:], strict=False)]
-    cap = problem.sram_bytes - problem.held[i]
-    rules += [z3.BoolVal(problem.sram_need[i][j] <= cap) for j in pos]
+    where = [coords(mesh, t) for t in range(mesh.tiles)]
     terms: list[z3.ArithRef] = []
     for f in problem.flows[i]:
-        weight = max(1, round(f.bytes / (len(rc[f.src]) * len(rc[f.dst]))))
-        terms += [weight * (_dist(ra, rb) + _dist(ca, cb))
-                  for ra, ca in rc[f.src] for rb, cb in rc[f.dst]]
-    for j, cells in rc.items():
-        weight = round(problem.dram_bytes[i][j] / len(cells))
+        weight = max(1, round(f.bytes / (problem.tiles[i][f.src] * problem.tiles[i][f.dst])))
+        terms += [z3.If(z3.And(y[f.src][t], y[f.dst][u]), weight * _distance(a, b), 0)
+                  for t, a in enumerate(where) for u, b in enumerate(where) if a != b]
+    for j in y:
+        weight = round(problem.dram_bytes[i][j] / problem.tiles[i][j])
         if not weight:
             continue
-        pr = _coord(problem, ports[j], 0)
-        pc = _coord(problem, ports[j], 1)
-        terms += [weight * (_dist(r, pr) + _dist(c, pc)) for r, c in cells]
-    objective = z3.Sum(*terms) if terms else z3.IntVal(0)
-    rules.append(objective <= int(bound) + 1)
-    return rules, objective, rc, ports
+        terms += [z3.If(z3.And(y[j][t], q[j][k]), weight * _distance(a, port), 0)
+                  for t, a in enumerate(where) for k, port in enumerate(mesh.ports)
+                  if a != port]
+    return z3.Sum(*terms) if terms else z3.IntVal(0)
 
 
-def _coord(problem: BlockProblem, port: z3.ArithRef, axis: int) -> z3.ArithRef:
-    term: z3.ArithRef = z3.IntVal(problem.mesh.ports[0][axis])
-    for k, where in enumerate(problem.mesh.ports):
-        term = z3.If(port == k, z3.IntVal(where[axis]), term)
-    return term
-
-
-Layout = tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]
+def _rules(problem: BlockProblem, i: int, y: Occupancy, q: Occupancy) -> list[z3.BoolRef]:
+    rules: list[z3.BoolRef] = []
+    for j in y:
+        rules.append(z3.PbEq([(v, 1) for v in y[j]], problem.tiles[i][j]))
+        rules.append(z3.PbEq([(v, 1) for v in q[j]], 1))
+    for t in range(problem.mesh.tiles):
+        rules.append(z3.PbLe([(y[j][t], 1) for j in y], 1))
+    return rules
 
 
 def search_state(problem: BlockProblem, i: int, start: Mapping,
                  seconds: float) -> tuple[Layout | None, float]:
     """A strictly cheaper layout of state ``i`` than ``start``'s (or None), and Z3's time."""
+    columns = problem.placed_columns(i)
+    cap = problem.sram_bytes - problem.held[i]
+    if any(problem.sram_need[i][j] > cap for j in columns):
+        return None, 0.0
+    mesh = problem.mesh
+    y = {j: [z3.Bool(f"y{j}_{t}") for t in range(mesh.tiles)] for j in columns}
+    q = {j: [z3.Bool(f"q{j}_{k}") for k in range(len(mesh.ports))] for j in columns}
     before = state_hop_bytes(problem, i, start.placement[i], start.ports[i])
-    rules, objective, rc, ports = _state_model(problem, i, before)
+    objective = _objective(problem, i, y, q)
+    rules = [*_rules(problem, i, y, q), objective <= int(before) + 1]
     model, spent = minimize(rules, objective, int(seconds * 1000))
     if model is None:
         return None, spent
-    placement = [()] * problem.columns
-    chosen = [-1] * problem.columns
-    for j, cells in rc.items():
-        placement[j] = tuple(model.eval(r, model_completion=True).as_long() * problem.mesh.cols
-                             + model.eval(c, model_completion=True).as_long() for r, c in cells)
-        chosen[j] = model.eval(ports[j], model_completion=True).as_long()
-    if state_hop_bytes(problem, i, placement, chosen) >= before:
+    placement: list[tuple[int, ...]] = [() for _ in range(problem.columns)]
+    ports = [-1] * problem.columns
+    for j in columns:
+        placement[j] = tuple(t for t, v in enumerate(y[j])
+                             if z3.is_true(model.eval(v, model_completion=True)))
+        ports[j] = next(k for k, v in enumerate(q[j])
+                        if z3.is_true(model.eval(v, model_completion=True)))
+    if state_hop_bytes(problem, i, placement, ports) >= before:
         return None, spent
-    return (tuple(placement), tuple(chosen)), spent
+    return (tuple(placement), tuple(ports)), spent
 
 
 def search(problem: BlockProblem, start: Mapping, seconds: float) -> tuple[Mapping, float]:
