@@ -74,6 +74,8 @@ class Context:
     outputs: Mapping[Value, str]
     """Returned values -> their output names (as the reference interpreter names them)."""
     backward: frozenset[Operation]
+    budget: int = 0
+    """SRAM bytes one part of an op may read and write before another split is tried."""
 
 
 def _dtype(value: Value) -> str:
@@ -262,7 +264,8 @@ class Emitter:
         inherited = self._inherit(op, item) if op.kind.name in ELEMENTWISE else None
         if inherited:
             return inherited
-        parts = split_forward(op, item.span, self.ctx.batch, len(tiles), self.ctx.training)
+        parts = split_forward(op, item.span, self.ctx.batch, len(tiles), self.ctx.training,
+                              self.ctx.budget)
         return list(zip(tiles, parts, strict=False))
 
     def _inherit(self, op: LayerOp, item: Item) -> list[tuple[int, Part]] | None:
@@ -288,7 +291,8 @@ class Emitter:
             if backward:
                 self.run_backward(phase.ops, item.home)
                 continue
-            for op in ops_of.get(item.layer, ()):
+            ops = ops_of.get(item.layer, ())
+            for op in ops[slice(*item.ops)] if item.ops else ops:
                 assert isinstance(op, LayerOp)
                 self.run_op(op, self.forward_parts(op, item), item.home.port)
         self.barrier()

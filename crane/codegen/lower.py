@@ -21,6 +21,7 @@ from crane.codegen.ownership import CodegenError, Ownership, owners
 from crane.codegen.plan import (
     Home,
     Phase,
+    Runs,
     backward_phases,
     block_phase,
     block_phases,
@@ -90,8 +91,14 @@ def _accumulate_owners(own: Ownership, block_of: dict[str, int]) -> list[tuple[O
     return moved
 
 
-def lower_func(func: FuncOp, schedule: ScheduleOp, machine: Machine) -> TileModule:
-    """Programs for every mesh tile running ``func`` as ``schedule`` says."""
+def lower_func(func: FuncOp, schedule: ScheduleOp, machine: Machine,
+               fit_sram: bool = False) -> TileModule:
+    """Programs for every mesh tile running ``func`` as ``schedule`` says.
+
+    ``fit_sram`` lets a forward op whose preferred split would read and write more than
+    half a tile's SRAM per part take the next split that fits (often space instead of
+    channel), at the price of more transfers between differently split ops.
+    """
     training = is_training_step(func)
     original = func
     func, batch = _batch(func, schedule)
@@ -112,14 +119,14 @@ def lower_func(func: FuncOp, schedule: ScheduleOp, machine: Machine) -> TileModu
         for j, (name, flag) in enumerate(zip(block.layer_names, _fused(block), strict=False)):
             fused[name] = flag
             homes[name] = widest(table, j)
-        phases += block_phases(block, b, table, batch, _sequential(block, ops_of, batch, training))
+        phases += block_phases(block, b, table, batch, _runs(block, ops_of, batch, training))
     backward = _accumulate_owners(own, block_of)
     rank = {name: len(blocks) - b for name, b in block_of.items()}
     _backward_homes(schedule, machine, homes, rank)
     phases += backward_phases(backward, rank, homes, block_of, batch)
     layer_of = {**dict(own.forward), **dict(backward)}
     ctx = Context(batch, training, layer_of, fused, block_of, output_names(func),
-                  frozenset(op for op, _ in backward))
+                  frozenset(op for op, _ in backward), machine.sram_bytes // 2 if fit_sram else 0)
     emitter = Emitter(machine.rows, machine.cols, ctx)
     for phase in phases:
         emitter.run_phase(phase, ops_of)
@@ -145,13 +152,25 @@ def _backward_homes(schedule: ScheduleOp, machine: Machine, homes: dict[str, Hom
             rank[layer] = -len(schedule.blocks) + position
 
 
-def _sequential(block: BlockOp, ops_of: dict[str, list[Operation]], batch: int,
-                training: bool) -> bool:
+def _runs(block: BlockOp, ops_of: dict[str, list[Operation]], batch: int,
+          training: bool) -> Runs | None:
+    """Op runs of each layer when the block must go layer by layer (else None)."""
     sub = block.attributes.get("subbatch")
     if isinstance(sub, IntAttr) and sub.value >= batch:
-        return False
-    return any(whole_batch(op, training) for name in block.layer_names
-               for op in ops_of.get(name, ()))
+        return None
+    flags = {name: [whole_batch(op, training) for op in ops_of.get(name, ())]
+             for name in block.layer_names}
+    if not any(any(f) for f in flags.values()):
+        return None
+    runs: dict[str, list[tuple[int, int, bool]]] = {}
+    for name, marks in flags.items():
+        for k, mark in enumerate(marks):
+            last = runs.setdefault(name, [])
+            if last and last[-1][2] == mark:
+                last[-1] = (last[-1][0], k + 1, mark)
+            else:
+                last.append((k, k + 1, mark))
+    return runs
 
 
 def scheduled_funcs(body: Sequence[Operation]) -> list[tuple[FuncOp, ScheduleOp | None]]:

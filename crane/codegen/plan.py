@@ -10,8 +10,9 @@ A *phase* ends with a barrier of every tile. For a ``segment.block`` (its ``tile
 * **layer by layer** when the block holds a whole-batch op (batchnorm normalises with the
   statistics of the whole batch, as the reference interpreter does; losses; training
   dropout) and more than one sub-batch: no sub-batch can be finished before every sample
-  has passed the layer, so each column becomes one phase over the whole batch, on the
-  tiles of the column's widest state.
+  has passed the layer, so each column becomes one phase on the tiles of the column's
+  widest state, in which its ops run sub-batch by sub-batch except the whole-batch ones,
+  which run once over the whole batch.
 
 Training ops then run after every forward block, one op per phase over the whole batch
 (backward sub-batching is not done). When the schedule carries backward blocks (``phase``
@@ -48,6 +49,12 @@ class Item:
     layer: str
     span: tuple[int, int]
     home: Home
+    ops: tuple[int, int] | None = None
+    """The slice of the layer's ops to run (None: all of them)."""
+
+
+Runs = Mapping[str, Sequence[tuple[int, int, bool]]]
+"""Layer -> consecutive op ranges ``(start, stop, whole_batch)`` of a layer-by-layer block."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,13 +112,14 @@ def widest(homes: Sequence[Sequence[Home]], column: int) -> Home:
 
 
 def block_phases(block: BlockOp, index: int, homes: Sequence[Sequence[Home]], batch: int,
-                 sequential: bool) -> list[Phase]:
-    """The forward phases of one block (see the module docstring)."""
+                 runs: Runs | None) -> list[Phase]:
+    """The forward phases of one block (see the module docstring); ``runs`` makes it
+    layer by layer."""
     names = block.layer_names
     sub_attr = block.attributes.get("subbatch")
     sub = sub_attr.value if isinstance(sub_attr, IntAttr) else batch
-    if sequential:
-        return [Phase(index, f"{block.label}:{name}", (Item(name, (0, batch), widest(homes, j)),))
+    if runs is not None:
+        return [Phase(index, f"{block.label}:{name}", _layer_items(name, widest(homes, j), runs, sub, batch))
                 for j, name in enumerate(names) if widest(homes, j).tiles]
     tables = block.tables()
     phases = []
@@ -127,6 +135,15 @@ def block_phases(block: BlockOp, index: int, homes: Sequence[Sequence[Home]], ba
                 items.append(Item(names[j], (k * sub, (k + 1) * sub), homes[i][j]))
         phases.append(Phase(index, f"{block.label}:state{i}", tuple(items)))
     return phases
+
+
+def _layer_items(name: str, home: Home, runs: Runs, sub: int, batch: int) -> tuple[Item, ...]:
+    """A layer's ops by sub-batch, except runs of whole-batch ops over the whole batch."""
+    items: list[Item] = []
+    for start, stop, whole in runs.get(name, ()):
+        spans = [(0, batch)] if whole else [(k, min(k + sub, batch)) for k in range(0, batch, sub)]
+        items += [Item(name, span, home, (start, stop)) for span in spans]
+    return tuple(items)
 
 
 def backward_phases(ops: Sequence[tuple[Operation, str]], rank: Mapping[str, int],

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from crane.codegen.boxes import Box, extent, full, split_span, with_axis
+from crane.codegen.boxes import Box, extent, full, split_span, volume, with_axis
 from crane.dialects.graph import LayerOp
 from crane.dialects.graph_grad import AccumulateOp, GradOp, UpdateOp
 from crane.ir.attributes import Attribute, BoolAttr, DenseIntsAttr, IntAttr
@@ -291,19 +291,38 @@ def choose(out: Box, candidates: Sequence[tuple[int, ...]], n: int) -> list[Box]
     return _parts_along(out, candidates[best], widths[best])
 
 
+def footprint(part: Part, elem_bytes: int = 4) -> int:
+    """Bytes of the boxes one part reads and writes."""
+    return elem_bytes * sum(volume(b) for b in (*part.outs, *part.ins))
+
+
 def split_forward(op: LayerOp, span: tuple[int, int], batch: int, n: int,
-                  training: bool) -> list[Part]:
-    """The parts of a forward layer op over ``n`` tiles for the item over ``span``."""
+                  training: bool, budget: int = 0) -> list[Part]:
+    """The parts of a forward layer op over ``n`` tiles for the item over ``span``.
+
+    With a ``budget`` (bytes), a split whose largest part reads and writes more than that
+    gives way to the next candidate (in the usual order) whose parts fit, else to the one
+    with the smallest parts.
+    """
     out = span_box(op.results[0], span, batch)
     need = NEEDS.get(op.kind.name)
     if need is None:
         ins = tuple(span_box(v, span, batch) for v in op.operands)
         return [Part((out,), ins, {}, (False,))]
-    parts = []
-    for box in choose(out, split_axes(op, training), n):
-        boxes, attrs = need(op, box)
-        parts.append(Part((box,), boxes, attrs, (False,)))
-    return parts
+    candidates = split_axes(op, training)
+    options = [choose(out, candidates[k:k + 1], n) for k in range(len(candidates))]
+    preferred = choose(out, candidates, n)
+    made = [[_part(op, need, box) for box in boxes] for boxes in [preferred, *options]]
+    if not budget or max(footprint(p) for p in made[0]) <= budget:
+        return made[0]
+    fitting = [m for m in made[1:] if len(m) >= len(made[0])
+               and max(footprint(p) for p in m) <= budget]
+    return fitting[0] if fitting else min(made, key=lambda m: max(footprint(p) for p in m))
+
+
+def _part(op: LayerOp, need: Need, box: Box) -> Part:
+    boxes, attrs = need(op, box)
+    return Part((box,), boxes, attrs, (False,))
 
 
 def split_training(op: Operation, batch: int, n: int) -> list[Part]:

@@ -69,6 +69,8 @@ class Codegen(Pass):
     """What ``output`` receives: the module IR, flat per-tile listings or JSON."""
     output: str = ""
     """File to write the ``emit`` form to (nothing is written when empty)."""
+    fit_sram: bool = False
+    """Prefer, per op, a split whose parts fit half a tile's SRAM over the batch/channel/space order."""
 
     def run(self, op: Operation, ctx: PassContext) -> None:
         if self.emit != "ir" and not self.output:
@@ -84,7 +86,7 @@ class Codegen(Pass):
         func, schedule = found[0]
         assert schedule is not None and machine is not None and body is not None
         try:
-            made = lower_func(func, schedule, machine)
+            made = lower_func(func, schedule, machine, self.fit_sram)
         except CodegenError as error:
             ctx.emit_error(error.op or schedule, error.message)
             return

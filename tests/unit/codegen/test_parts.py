@@ -7,7 +7,7 @@ import pytest
 from crane.codegen.boxes import full, intersect, split_span, volume
 from crane.codegen.lower import lower_func
 from crane.codegen.ownership import CodegenError, owners
-from crane.codegen.rules import choose, split_forward
+from crane.codegen.rules import choose, footprint, split_forward
 from crane.dialects.graph import FuncOp, LayerOp
 from crane.ir.attributes import ArrayAttr, DenseIntsAttr, IntAttr
 
@@ -138,3 +138,14 @@ def test_schedule_of_another_graph_is_rejected() -> None:
     block.attributes["layers"] = ArrayAttr(tuple(StringAttr(n) for n in names))
     with pytest.raises(CodegenError, match="is not in the schedule"):
         lower_func(func, schedule, machine)
+
+
+def test_a_budget_trades_the_channel_split_for_one_that_fits() -> None:
+    func = _func("tiny_resnet")
+    conv = next(o for o in func.body.ops if isinstance(o, LayerOp) and o.kind.name == "conv2d"
+                and o.results[0].name_hint == "r2.a.conv_bn.y")
+    preferred = split_forward(conv, (0, 1), 8, 4, False)
+    assert {p.outs[0][1] for p in preferred} == {(0, 8), (8, 16), (16, 24), (24, 32)}
+    fitted = split_forward(conv, (0, 1), 8, 4, False, budget=60_000)
+    assert len(fitted) == 4 and all(p.outs[0][1] == (0, 32) for p in fitted)  # spatial
+    assert max(footprint(p) for p in fitted) <= 60_000 < max(footprint(p) for p in preferred)
