@@ -162,3 +162,9 @@ def test_a_grammar_the_tokenizer_cannot_read_is_refused() -> None:
         LexemeTable.from_terminals(changed, ["COMMENT", "LINE_COMMENT", "BLANKS", "NEWLINE"])
     with pytest.raises(GrammarError, match="skips"):
         LexemeTable.from_terminals(terminals, ["COMMENT", "BLANKS", "NEWLINE"])
+
+
+def test_a_slice_of_a_text_is_read_by_the_contextual_lexer() -> None:
+    text = "junk @ network n { input x: f32[1]; y = relu(x); }"
+    part = lark.utils.TextSlice(text, 7, len(text))
+    assert parser().parse(part) == reference().parse(part)
