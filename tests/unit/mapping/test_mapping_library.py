@@ -9,7 +9,7 @@ import pytest
 import z3
 
 from crane.cost.placement import Mesh
-from crane.hardware.machine import Machine
+from crane.hardware.machine import DramPort, Machine
 from crane.mapping.from_schedule import block_problem
 from crane.mapping.heuristic import place, snake_paths
 from crane.mapping.hops import hop_bytes, link_exists, mean_distance, xy_route
@@ -159,6 +159,19 @@ def test_z3_search_never_loses_to_the_heuristic_and_stays_legal() -> None:
     assert check(problem, found).legal
     big = _pipeline(Machine.cloud(), 2)
     assert search(big, place(big), 1.0)[0] == place(big)
+
+
+def test_z3_search_finds_the_optimum_the_snake_cannot_reach() -> None:
+    # One 5-tile layer heavy on DRAM, on a 3x3 mesh whose only port sits at the centre:
+    # the best layout is the cross around the port, which no snake run is.
+    machine = Machine.edge().with_changes(name="m3", rows=3, cols=3,
+                                          dram_ports=(DramPort(1, 1),))
+    problem = dataclasses.replace(_problem(machine, (1,), 1, ((5,),)), dram_bytes=((1000,),))
+    start = place(problem)
+    found, _ = search(problem, start, 10.0)
+    assert found.placement == (((1, 3, 4, 5, 7),),) and found.ports == ((0,),)
+    assert hop_bytes(problem, found) == 800.0 < hop_bytes(problem, start)
+    assert check(problem, found).legal
 
 
 def test_named_solver_reports_one_core_per_broken_rule() -> None:
