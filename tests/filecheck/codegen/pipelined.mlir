@@ -1,0 +1,71 @@
+// Two convolutions in one block over two tiles: the first column is fused (its output
+// stays in SRAM), so the second receives it over the NoC, in the same state and a state
+// later; each sub-batch of the first is split by output channel, weights are loaded
+// per slice, and every state ends with a barrier of both tiles.
+// RUN: %crane-opt %s -p 'codegen{emit=listing output=%t}' -o /dev/null
+// RUN: filecheck %s --input-file=%t --check-prefix=LIST
+// RUN: %crane-opt %s -p codegen | filecheck %s --check-prefix=IR
+
+builtin.module @pair attributes {crane.machine = @pair2} {
+  hw.machine {sym_name = "pair2", rows = 1, cols = 2, macs_per_cycle = 1024, sram_bytes = 1048576, frequency_hz = 1000000000.0, data_bytes = 1, noc_bandwidth = 24000000000.0, noc_hop_pj_per_byte = 5.6, dram_bandwidth = 16000000000.0, dram_pj_per_byte = 60.0, mac_pj = 0.018, sram_read_pj_per_byte = 1.05, sram_write_pj_per_byte = 1.87, vector_lanes = 64, vector_op_pj = 0.0873, dram_ports = array<i64: 0, 0, 0, 1>} : () -> ()
+  graph.func @pair(%x: tensor<2x3x8x8xf32>) -> tensor<2x4x8x8xf32> attributes {batch = 2} {
+    %conv2d.weight = graph.weight {name = "conv2d.weight"} : () -> tensor<4x3x3x3xf32>
+    %conv2d = graph.conv2d %x, %conv2d.weight {out = 4, kernel = array<i64: 3, 3>, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1, depthwise = false, bias = false} : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<2x4x8x8xf32>
+    %a = graph.relu %conv2d : (tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+    %y.weight = graph.weight {name = "y.weight"} : () -> tensor<4x4x3x3xf32>
+    %y = graph.conv2d %a, %y.weight {out = 4, kernel = array<i64: 3, 3>, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1, depthwise = false, bias = false} : (tensor<2x4x8x8xf32>, tensor<4x4x3x3xf32>) -> tensor<2x4x8x8xf32>
+    graph.return %y : tensor<2x4x8x8xf32>
+  }
+  segment.schedule ({
+    segment.block {layers = ["conv2d", "y"], subbatch = 1, subbatches = 2, shape = array<i64: 3, 2>, workloads = array<i64: 1, 1, 1>, sct = array<i64: 1, 0, 2, 1, 2, 2>, met_dram = array<i64: 1, 0, 2, 1, 2, 2>, met_sram = array<i64: 0, 0, 0, 0, 0, 0>, deps = array<i64: 0, 1>, tiles = array<i64: 2, 0, 1, 1, 0, 2>, fused = array<i64: 1, 0>, placement = [array<i64: 0, 1>, array<i64>, array<i64: 0>, array<i64: 1>, array<i64>, array<i64: 0, 1>], ports = array<i64: 0, -1, 0, 1, -1, 1>} : () -> ()
+  }) {func = @pair, policy = "crane", objective = "edp", batch = 2} : () -> ()
+}
+
+// LIST:      # tile 0 (row 0, col 0): 26 instructions
+// LIST-NEXT: alloc   b0 1x3x8x8 f32 @-1
+// LIST-NEXT: load    b0 <- x[0, 0, 0, 0] port 0
+// LIST-NEXT: alloc   b1 2x3x3x3 f32 @-1
+// LIST-NEXT: load    b1 <- conv2d.weight[0, 0, 0, 0] port 0
+// LIST-NEXT: alloc   b2 1x2x8x8 f32 @-1
+// LIST-NEXT: compute conv2d b2 <- b0, b1 {out = 2, kernel = array<i64: 3, 3>, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1, depthwise = false, bias = false}
+// LIST-NEXT: alloc   b3 1x2x8x8 f32 @-1
+// LIST-NEXT: compute relu b3 <- b2 {}
+// LIST-NEXT: barrier 0 tiles 0, 1
+// LIST:      compute relu b7 <- b6 {}
+// LIST-NEXT: send    b3 -> tile 1 tag 1
+// LIST-NEXT: barrier 1 tiles 0, 1
+// LIST:      send    b7 -> tile 1 tag 2
+// LIST-NEXT: store   b9 -> y[1, 0, 0, 0] port 1
+// LIST-NEXT: barrier 2 tiles 0, 1
+// LIST-NEXT: # tile 1 (row 0, col 1): 28 instructions
+// LIST:      load    b1 <- conv2d.weight[2, 0, 0, 0] port 0
+// LIST:      barrier 0 tiles 0, 1
+// LIST-NEXT: alloc   b4 1x2x8x8 f32 @-1
+// LIST-NEXT: recv    b4 <- tile 0 tag 1
+// LIST-NEXT: alloc   b5 1x4x8x8 f32 @-1
+// LIST-NEXT: copy    b5[0, 0, 0, 0] <- b4[0, 0, 0, 0] 1x2x8x8
+// LIST-NEXT: copy    b5[0, 2, 0, 0] <- b3[0, 0, 0, 0] 1x2x8x8
+// LIST:      store   b7 -> y[0, 0, 0, 0] port 1
+// LIST-NEXT: barrier 1 tiles 0, 1
+// LIST-NEXT: alloc   b8 1x4x8x8 f32 @-1
+// LIST-NEXT: recv    b8 <- tile 0 tag 2
+// LIST:      store   b10 -> y[1, 2, 0, 0] port 1
+// LIST-NEXT: barrier 2 tiles 0, 1
+// LIST-NOT:  tile
+
+// IR:      graph.func @pair(
+// IR:      segment.schedule
+// IR-NEXT:   segment.block
+// IR-NEXT: })
+// IR-NEXT: tile.dram {name = "x", shape = array<i64: 2, 3, 8, 8>, dtype = "f32", role = "input"} : () -> ()
+// IR-NEXT: tile.dram {name = "conv2d.weight", shape = array<i64: 4, 3, 3, 3>, dtype = "f32", role = "weight"} : () -> ()
+// IR-NEXT: tile.dram {name = "y.weight", shape = array<i64: 4, 4, 3, 3>, dtype = "f32", role = "weight"} : () -> ()
+// IR-NEXT: tile.dram {name = "y", shape = array<i64: 2, 4, 8, 8>, dtype = "f32", role = "output"} : () -> ()
+// IR-NEXT: tile.program ({
+// IR-NEXT:   %{{.*}} = tile.alloc {offset = -1} : () -> buffer<1x3x8x8xf32, sram>
+// IR:        tile.send %{{.*}} {peer = 1, tag = 1} : (buffer<1x2x8x8xf32, sram>) -> ()
+// IR:      }) {tile = 0, row = 0, col = 0} : () -> ()
+// IR-NEXT: tile.program ({
+// IR:        tile.recv %{{.*}} {peer = 0, tag = 1} : (buffer<1x2x8x8xf32, sram>) -> ()
+// IR:        tile.store %{{.*}} {tensor = "y", offsets = array<i64: 1, 2, 0, 0>, port = 1, accumulate = false} : (buffer<1x2x8x8xf32, sram>) -> ()
+// IR:      }) {tile = 1, row = 0, col = 1} : () -> ()
