@@ -47,11 +47,16 @@ class Codegen(Pass):
     channel, else space), inputs and weights are loaded from DRAM or received from the
     tiles holding a fused producer's output, results are stored or kept on chip, and a
     barrier ends every state. A block holding a whole-batch op (batchnorm's batch
-    statistics, a loss, training dropout) runs layer by layer over the whole batch. After
-    ``autodiff`` the backward and update ops follow, one per phase, on the tiles of the
-    layer they differentiate (``crane.codegen.plan``). The ``graph.func`` stays in the
+    statistics, a loss, training dropout) runs layer by layer, its whole-batch ops once
+    over the whole batch. After ``autodiff`` the backward and update ops follow, one per
+    phase, on the tiles of the layer they differentiate (its ``<layer>.grad`` column when
+    the schedule has backward blocks; ``crane.codegen.plan``). Ops that reach no output
+    are dead and emit nothing. The ``graph.func`` stays in the
     module (the functional simulator checks the programs against it); one ``tile.dram``
     is declared per DRAM tensor. Earlier ``tile`` ops are replaced.
+
+    ``fit-sram`` lets an op whose preferred split would not fit half a tile's SRAM per
+    part take another split (more transfers, smaller buffers).
 
     ``emit=listing`` or ``emit=json`` also writes the flat per-tile listing or the JSON of
     ``crane.codegen.listing`` to ``output`` (atomically); ``emit=ir`` with ``output``
