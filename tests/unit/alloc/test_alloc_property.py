@@ -20,7 +20,7 @@ def programs(draw: st.DrawFn) -> tuple[list[BufferRequest], list[int]]:
     return reqs, steps
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(program=programs(), alignment=st.sampled_from([1, 8, 64, 256]),
        capacity=st.integers(1000, 60_000), double=st.booleans())
 def test_allocation_is_sound(program: tuple[list[BufferRequest], list[int]], alignment: int,
@@ -51,7 +51,7 @@ def test_allocation_is_sound(program: tuple[list[BufferRequest], list[int]], ali
     assert 0.0 <= a.fragmentation < 1.0 or a.peak_bytes == 0
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(program=programs())
 def test_enough_capacity_always_fits(program: tuple[list[BufferRequest], list[int]]) -> None:
     """With room for every buffer side by side, allocation never fails."""

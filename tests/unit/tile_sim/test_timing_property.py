@@ -14,7 +14,7 @@ accesses = st.lists(st.tuples(st.booleans(), st.integers(0, 60), st.integers(1, 
                     min_size=1, max_size=40)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(accesses)
 def test_bytemap_matches_a_byte_by_byte_reference(ops: list[tuple[bool, int, int, str]]) -> None:
     bytes_ = ByteMap()
@@ -49,7 +49,7 @@ flows = st.dictionaries(st.integers(0, 12), st.sets(st.integers(0, 5), min_size=
 capacities = st.lists(st.floats(0.5, 100.0), min_size=6, max_size=6)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(flows, capacities)
 def test_fair_rates_are_feasible_and_max_min(paths: dict[int, tuple[int, ...]],
                                             caps: list[float]) -> None:
