@@ -55,3 +55,12 @@ def test_outputs_float32_cannot_resolve_are_judged_against_float64() -> None:
     good = Comparison("w", "w", (3,), 0.1, 0.1, False)
     w64 = np.array([1.0, 2.0, 3.0])
     assert not _reconsider(good, w64 + 0.1, w64.astype(np.float32), w64, 1e-5).ok
+
+
+def test_an_updated_weight_may_be_written_back_in_place() -> None:
+    new = np.array([1.0, 2.0], np.float32)
+    assert compare("w.new", new, {"w": new.copy()}, 0.0).tensor == "w"
+    assert compare("w.new", new, {"w.new": new, "w": new * 0}, 0.0).ok
+    missing = compare("w.new", new, {"v": new}, 1e-5)
+    assert (missing.tensor, missing.ok) == ("", False)
+    assert not compare("w.new", new, {"w": np.array([1.0, 2.1], np.float32)}, 1e-5).ok
