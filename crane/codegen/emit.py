@@ -76,6 +76,8 @@ class Context:
     backward: frozenset[Operation]
     budget: int = 0
     """SRAM bytes one part of an op may read and write before another split is tried."""
+    elem_bytes: int = 1
+    """The machine's element width (what ``budget`` counts)."""
 
 
 def _dtype(value: Value) -> str:
@@ -265,7 +267,7 @@ class Emitter:
         if inherited:
             return inherited
         parts = split_forward(op, item.span, self.ctx.batch, len(tiles), self.ctx.training,
-                              self.ctx.budget)
+                              self.ctx.budget, self.ctx.elem_bytes)
         return list(zip(tiles, parts, strict=False))
 
     def _inherit(self, op: LayerOp, item: Item) -> list[tuple[int, Part]] | None:

@@ -7,7 +7,7 @@ in allocation order.
 Listing, one line per instruction::
 
     # tile 1 (row 0, col 1): 14 instructions
-    alloc   b0 2x16x8x8 f32 @-1
+    alloc   b0 2x16x8x8 f32 2048B @-1
     load    b0 <- image[0, 0, 0, 0] port 1
     compute conv2d b2 <- b0, b1 {out = 8, padding = array<i64: 1, 1, 1, 1>, ...}
     send    b2 -> tile 3 tag 7
@@ -19,7 +19,7 @@ JSON (``json.dumps`` of :func:`as_json`): ``{"machine": {"rows", "cols"}, "tenso
 shape, dtype, role}], "programs": [{"tile", "row", "col", "instructions": [...]}]}`` where
 each instruction is an object with ``"op"`` (alloc, load, store, send, recv, copy,
 compute, barrier) and its fields: ``buffer`` / ``dst`` / ``src`` / ``outputs`` / ``inputs``
-are buffer numbers, ``shape``, ``offset``, ``tensor``, ``offsets``, ``port``,
+are buffer numbers, ``shape``, ``bytes`` (SRAM footprint), ``offset``, ``tensor``, ``offsets``, ``port``,
 ``accumulate``, ``peer``, ``tag``, ``src_offsets``, ``dst_offsets``, ``kind`` and ``attrs``
 (the compute op and its attributes as text), ``id`` and ``tiles``.
 """
@@ -77,7 +77,7 @@ def records(program: ProgramOp) -> Iterator[Record]:
             btype = op.buffer.type
             assert isinstance(btype, BufferType)
             yield {"op": "alloc", "buffer": ref(op.buffer), "shape": list(btype.shape),
-                   "dtype": str(btype.element), "offset": op.offset}
+                   "dtype": str(btype.element), "bytes": op.byte_size, "offset": op.offset}
         elif isinstance(op, LoadOp | StoreOp):
             record: Record = {"op": "load" if isinstance(op, LoadOp) else "store",
                               "buffer": ref(op.buffer), "tensor": op.tensor,
@@ -103,7 +103,7 @@ def records(program: ProgramOp) -> Iterator[Record]:
 def _line(r: Record) -> str:
     op = r["op"]
     if op == "alloc":
-        return f"alloc   b{r['buffer']} {_dims(tuple(r['shape']))} {r['dtype']} @{r['offset']}"
+        return f"alloc   b{r['buffer']} {_dims(tuple(r['shape']))} {r['dtype']} {r['bytes']}B @{r['offset']}"
     if op in ("load", "store"):
         arrow = "<-" if op == "load" else "->"
         extra = " accumulate" if r.get("accumulate") else ""

@@ -126,7 +126,8 @@ def lower_func(func: FuncOp, schedule: ScheduleOp, machine: Machine,
     phases += backward_phases(backward, rank, homes, block_of, batch)
     layer_of = {**dict(own.forward), **dict(backward)}
     ctx = Context(batch, training, layer_of, fused, block_of, output_names(func),
-                  frozenset(op for op, _ in backward), machine.sram_bytes // 2 if fit_sram else 0)
+                  frozenset(op for op, _ in backward), machine.sram_bytes // 2 if fit_sram else 0,
+                  machine.data_bytes)
     emitter = Emitter(machine.rows, machine.cols, ctx)
     for phase in phases:
         emitter.run_phase(phase, ops_of)

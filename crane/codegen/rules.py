@@ -297,7 +297,7 @@ def footprint(part: Part, elem_bytes: int = 4) -> int:
 
 
 def split_forward(op: LayerOp, span: tuple[int, int], batch: int, n: int,
-                  training: bool, budget: int = 0) -> list[Part]:
+                  training: bool, budget: int = 0, elem_bytes: int = 4) -> list[Part]:
     """The parts of a forward layer op over ``n`` tiles for the item over ``span``.
 
     With a ``budget`` (bytes), a split whose largest part reads and writes more than that
@@ -313,11 +313,13 @@ def split_forward(op: LayerOp, span: tuple[int, int], batch: int, n: int,
     options = [choose(out, candidates[k:k + 1], n) for k in range(len(candidates))]
     preferred = choose(out, candidates, n)
     made = [[_part(op, need, box) for box in boxes] for boxes in [preferred, *options]]
-    if not budget or max(footprint(p) for p in made[0]) <= budget:
+    def worst(parts: list[Part]) -> int:
+        return max(footprint(p, elem_bytes) for p in parts)
+
+    if not budget or worst(made[0]) <= budget:
         return made[0]
-    fitting = [m for m in made[1:] if len(m) >= len(made[0])
-               and max(footprint(p) for p in m) <= budget]
-    return fitting[0] if fitting else min(made, key=lambda m: max(footprint(p) for p in m))
+    fitting = [m for m in made[1:] if len(m) >= len(made[0]) and worst(m) <= budget]
+    return fitting[0] if fitting else min(made, key=worst)
 
 
 def _part(op: LayerOp, need: Need, box: Box) -> Part:

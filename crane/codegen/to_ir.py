@@ -35,25 +35,34 @@ from crane.dialects.tile import (
 from crane.ir.core import Operation, Value
 
 
-def tile_ops(module: TileModule) -> list[Operation]:
-    """``tile.dram`` declarations then ``tile.program`` ops, in tile order."""
+def tile_ops(module: TileModule, data_bytes: int | None = None) -> list[Operation]:
+    """``tile.dram`` declarations then ``tile.program`` ops, in tile order.
+
+    With ``data_bytes`` (the machine's element width) every ``tile.alloc`` gets a ``bytes``
+    footprint of its elements at that width, what the schedule counted, so ``alloc`` packs
+    SRAM as the machine would while the simulator still computes in the IR's float32.
+    """
     ops: list[Operation] = [DramOp.build(t.name, t.shape, t.role, t.dtype) for t in module.tensors]
-    ops += [program_op(p) for p in module.programs]
+    ops += [program_op(p, data_bytes) for p in module.programs]
     return ops
 
 
-def program_op(program: Program) -> ProgramOp:
+def program_op(program: Program, data_bytes: int | None = None) -> ProgramOp:
     op = ProgramOp.build(program.tile, program.row, program.col)
     values: dict[int, Value] = {}
     body = op.body
     for instruction in program.body:
-        body.append(_instruction(instruction, values))
+        body.append(_instruction(instruction, values, data_bytes))
     return op
 
 
-def _instruction(ins: Instruction, values: dict[int, Value]) -> Operation:
+def _instruction(ins: Instruction, values: dict[int, Value], data_bytes: int | None) -> Operation:
     if isinstance(ins, Alloc):
-        made = AllocOp.build(ins.buffer.shape, ins.buffer.dtype)
+        count = 1
+        for d in ins.buffer.shape:
+            count *= d
+        nbytes = count * data_bytes if data_bytes is not None else None
+        made = AllocOp.build(ins.buffer.shape, ins.buffer.dtype, nbytes=nbytes)
         values[ins.buffer.id] = made.results[0]
         return made
     if isinstance(ins, Load):

@@ -59,7 +59,8 @@ class Codegen(Pass):
     part take another split (more transfers, smaller buffers).
 
     ``emit=listing`` or ``emit=json`` also writes the flat per-tile listing or the JSON of
-    ``crane.codegen.listing`` to ``output`` (atomically); ``emit=ir`` with ``output``
+    ``crane.codegen.listing`` to ``output`` (atomically); buffers carry their footprint
+    at the machine's element width (``tile.alloc``'s ``bytes``); ``emit=ir`` with ``output``
     writes the whole module's IR there. Example:
     ``crane-opt net.crn -p 'segment,map,codegen{emit=json output=net.tiles.json}'``.
     Statistics: ``programs``, ``instructions``, ``computes``, ``loads``, ``stores``,
@@ -98,7 +99,7 @@ class Codegen(Pass):
         for old in [o for o in body.ops if isinstance(o, ProgramOp | DramOp)]:
             old.erase()
         builder = Builder(InsertPoint.after(schedule))
-        for new in tile_ops(made):
+        for new in tile_ops(made, machine.data_bytes):
             builder.insert(new)
         self.count(made, ctx)
         if self.output:

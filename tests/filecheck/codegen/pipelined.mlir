@@ -1,7 +1,8 @@
 // Two convolutions in one block over two tiles: the first column is fused (its output
 // stays in SRAM), so the second receives it over the NoC, in the same state and a state
 // later; each sub-batch of the first is split by output channel, weights are loaded
-// per slice, and every state ends with a barrier of both tiles.
+// per slice, every state ends with a barrier of both tiles, and buffers count their bytes
+// at the machine's element width (one byte on edge).
 // RUN: %crane-opt %s -p 'codegen{emit=listing output=%t}' -o /dev/null
 // RUN: filecheck %s --input-file=%t --check-prefix=LIST
 // RUN: %crane-opt %s -p codegen | filecheck %s --check-prefix=IR
@@ -22,13 +23,13 @@ builtin.module @pair attributes {crane.machine = @pair2} {
 }
 
 // LIST:      # tile 0 (row 0, col 0): 26 instructions
-// LIST-NEXT: alloc   b0 1x3x8x8 f32 @-1
+// LIST-NEXT: alloc   b0 1x3x8x8 f32 192B @-1
 // LIST-NEXT: load    b0 <- x[0, 0, 0, 0] port 0
-// LIST-NEXT: alloc   b1 2x3x3x3 f32 @-1
+// LIST-NEXT: alloc   b1 2x3x3x3 f32 54B @-1
 // LIST-NEXT: load    b1 <- conv2d.weight[0, 0, 0, 0] port 0
-// LIST-NEXT: alloc   b2 1x2x8x8 f32 @-1
+// LIST-NEXT: alloc   b2 1x2x8x8 f32 128B @-1
 // LIST-NEXT: compute conv2d b2 <- b0, b1 {out = 2, kernel = array<i64: 3, 3>, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1, depthwise = false, bias = false}
-// LIST-NEXT: alloc   b3 1x2x8x8 f32 @-1
+// LIST-NEXT: alloc   b3 1x2x8x8 f32 128B @-1
 // LIST-NEXT: compute relu b3 <- b2 {}
 // LIST-NEXT: barrier 0 tiles 0, 1
 // LIST:      compute relu b7 <- b6 {}
@@ -40,14 +41,14 @@ builtin.module @pair attributes {crane.machine = @pair2} {
 // LIST-NEXT: # tile 1 (row 0, col 1): 28 instructions
 // LIST:      load    b1 <- conv2d.weight[2, 0, 0, 0] port 0
 // LIST:      barrier 0 tiles 0, 1
-// LIST-NEXT: alloc   b4 1x2x8x8 f32 @-1
+// LIST-NEXT: alloc   b4 1x2x8x8 f32 128B @-1
 // LIST-NEXT: recv    b4 <- tile 0 tag 1
-// LIST-NEXT: alloc   b5 1x4x8x8 f32 @-1
+// LIST-NEXT: alloc   b5 1x4x8x8 f32 256B @-1
 // LIST-NEXT: copy    b5[0, 0, 0, 0] <- b4[0, 0, 0, 0] 1x2x8x8
 // LIST-NEXT: copy    b5[0, 2, 0, 0] <- b3[0, 0, 0, 0] 1x2x8x8
 // LIST:      store   b7 -> y[0, 0, 0, 0] port 1
 // LIST-NEXT: barrier 1 tiles 0, 1
-// LIST-NEXT: alloc   b8 1x4x8x8 f32 @-1
+// LIST-NEXT: alloc   b8 1x4x8x8 f32 256B @-1
 // LIST-NEXT: recv    b8 <- tile 0 tag 2
 // LIST:      store   b10 -> y[1, 2, 0, 0] port 1
 // LIST-NEXT: barrier 2 tiles 0, 1
@@ -62,7 +63,7 @@ builtin.module @pair attributes {crane.machine = @pair2} {
 // IR-NEXT: tile.dram {name = "y.weight", shape = array<i64: 4, 4, 3, 3>, dtype = "f32", role = "weight"} : () -> ()
 // IR-NEXT: tile.dram {name = "y", shape = array<i64: 2, 4, 8, 8>, dtype = "f32", role = "output"} : () -> ()
 // IR-NEXT: tile.program ({
-// IR-NEXT:   %{{.*}} = tile.alloc {offset = -1} : () -> buffer<1x3x8x8xf32, sram>
+// IR-NEXT:   %{{.*}} = tile.alloc {offset = -1, bytes = 192} : () -> buffer<1x3x8x8xf32, sram>
 // IR:        tile.send %{{.*}} {peer = 1, tag = 1} : (buffer<1x2x8x8xf32, sram>) -> ()
 // IR:      }) {tile = 0, row = 0, col = 0} : () -> ()
 // IR-NEXT: tile.program ({
