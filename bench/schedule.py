@@ -38,7 +38,7 @@ from crane.dialects import default_context
 from crane.hardware.machine import Machine
 from crane.schedule.from_graph import workload_of
 from crane.schedule.objective import Objective
-from crane.schedule.policies import POLICIES, block_solver, schedule
+from crane.schedule.policies import MAX_BLOCK, POLICIES, block_solver, schedule
 from crane.schedule.search import Schedule
 from crane.schedule.training import TrainingSchedule, train
 from crane.schedule.workload import Workload
@@ -102,7 +102,7 @@ def _train_row(workload: Workload, machine: Machine, policy: str, trained: Train
 
 
 def run_training_case(workload: Workload, machine: Machine, batch: int,
-                      time_limit: float | None = 0.05, max_block: int = 4) -> list[Row]:
+                      time_limit: float | None = 0.05, max_block: int = MAX_BLOCK) -> list[Row]:
     """One training step with every policy of ``TRAIN_POLICIES``; one row per policy.
 
     Forward schedules are made once per policy; Crane trains over each of them with its

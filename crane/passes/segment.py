@@ -163,7 +163,7 @@ class Segment(Pass):
     """Samples per step; 0 keeps the graph's batch."""
     time_limit: float = 0.05
     """Seconds per MILP solve."""
-    max_block: int = 4
+    max_block: int = 12
     """Most layers in one block."""
     recompute: Literal["crane", "keep", "full"] = "crane"
     """Training only: crane (per-block choice of the sub-batches kept, within DRAM), keep

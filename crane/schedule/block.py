@@ -12,7 +12,7 @@ boundary is *fused* (the hierarchy decides that per boundary).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from crane.schedule.workload import LayerWork, Workload
 
@@ -41,6 +41,20 @@ class Block:
     out_to_sram: bool = False
     backward: bool = False
     """Columns run their gradient work (dX and dW) instead of the forward pass."""
+    _hash: int = field(init=False, compare=False, repr=False)
+    _consumers: tuple[tuple[Edge, ...], ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # Blocks key the solver caches: hash once, not on every lookup.
+        object.__setattr__(self, "_hash", hash((self.name, self.layers, self.edges,
+                                                self.external_in, self.external_out,
+                                                self.in_from_sram, self.out_to_sram,
+                                                self.backward)))
+        object.__setattr__(self, "_consumers", tuple(
+            tuple(e for e in self.edges if e.src == j) for j in range(len(self.layers))))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def n(self) -> int:
@@ -51,7 +65,7 @@ class Block:
         return tuple(sorted({(e.src, e.dst) for e in self.edges}))
 
     def consumers(self, column: int) -> tuple[Edge, ...]:
-        return tuple(e for e in self.edges if e.src == column)
+        return self._consumers[column]
 
     @classmethod
     def of(cls, workload: Workload, start: int, stop: int, *, in_from_sram: bool = False,

@@ -16,7 +16,7 @@ Inter-layer hop counts use the geometry of the state's first split.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from crane.cost.layer import WEIGHT_SRAM_SHARE
@@ -43,19 +43,19 @@ class Plan:
     mix: tuple[tuple[int, ...], ...]
     """``mix[i][o]``: sub-batches of state i run under the state's split o."""
     fused: tuple[bool, ...]
+    workloads: tuple[int, ...] = field(init=False, compare=False, repr=False)
+    """Sub-batches of each state (derived from ``mix``)."""
+    sct: ScT = field(init=False, compare=False, repr=False)
+    """The ScT the workloads induce (derived; evaluation reads it per state and edge)."""
 
-    @property
-    def workloads(self) -> tuple[int, ...]:
-        return tuple(sum(row) for row in self.mix)
-
-    @property
-    def sct(self) -> ScT:
-        return _sct(self.workloads, self.block.n)
+    def __post_init__(self) -> None:
+        workloads = tuple(sum(row) for row in self.mix)
+        object.__setattr__(self, "workloads", workloads)
+        object.__setattr__(self, "sct", _sct(workloads, self.block.n))
 
 
 @lru_cache(maxsize=65_536)
 def _sct(workloads: tuple[int, ...], n: int) -> ScT:
-    """ScT of a workload vector (memoised: evaluation asks for it per state and edge)."""
     return ScT.from_workloads(workloads, n)
 
 

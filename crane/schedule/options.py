@@ -14,6 +14,7 @@ are neighbours on the mesh.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -23,6 +24,7 @@ from crane.cost.traffic import Traffic, traffic_energy
 from crane.hardware.machine import Machine
 from crane.schedule.block import Block
 from crane.schedule.tables import active_columns
+from crane.schedule.workload import LayerWork
 
 SPLITS = ("balanced", "flops")
 
@@ -42,14 +44,19 @@ class StateOption:
     """DRAM/NoC traffic repeated every step: weights that are not resident."""
     weight_load: Traffic
     """Loading the resident weights once when the state starts under this split."""
+    sram: tuple[float, ...] = ()
+    """Per active column: mean hops from the whole chip's SRAM to its region."""
+    port: tuple[float, ...] = ()
+    """Per active column: mean hops from its region to the nearest DRAM port."""
+    edges: tuple[tuple[int, int, float], ...] = ()
+    """(src, dst, mean hops) of the block's edges whose two ends are both active."""
 
     def region(self, column: int) -> Region:
         return self.regions[self.columns.index(column)]
 
 
-def _cycles(block: Block, column: int, batch: int, tiles: int, machine: Machine,
+def _cycles(layer: LayerWork, batch: int, tiles: int, machine: Machine,
             backward: bool) -> float:
-    layer = block.layers[column]
     macs = (layer.backward_macs if backward else layer.macs) * batch
     vec = (layer.backward_vector_ops if backward else layer.vector_ops) * batch
     return step_cycles(macs, vec, (batch, *layer.dims.partitionable), tiles,
@@ -61,11 +68,22 @@ def balanced_split(block: Block, columns: tuple[int, ...], batch: int, tiles: in
     """Greedy min-max tile counts: each spare tile goes to the currently slowest column."""
     if len(columns) == 1:
         return (tiles,)
-    counts = [1] * len(columns)
-    for _ in range(tiles - len(columns)):
-        times = [_cycles(block, c, batch, counts[k], machine, backward)
-                 for k, c in enumerate(columns)]
-        counts[times.index(max(times))] += 1
+    return _balanced(tuple(block.layers[c] for c in columns), batch, tiles, machine, backward)
+
+
+@lru_cache(maxsize=50_000)
+def _balanced(layers: tuple[LayerWork, ...], batch: int, tiles: int, machine: Machine,
+              backward: bool) -> tuple[int, ...]:
+    """``balanced_split`` of the active layers (shared by every block holding them)."""
+    counts = [1] * len(layers)
+    # Only the column that got the tile changes its time: a heap of (-time, column) picks
+    # the slowest column (the first one on ties) without recomputing the others.
+    heap = [(-_cycles(layer, batch, 1, machine, backward), k) for k, layer in enumerate(layers)]
+    heapq.heapify(heap)
+    for _ in range(tiles - len(layers)):
+        _, k = heapq.heappop(heap)
+        counts[k] += 1
+        heapq.heappush(heap, (-_cycles(layers[k], batch, counts[k], machine, backward), k))
     return tuple(counts)
 
 
@@ -106,7 +124,14 @@ def _option(block: Block, split: str, columns: tuple[int, ...], counts: tuple[in
         # Weights that do not fit are fetched again for every sub-batch.
         step = step + cost.weight_load
         energy += traffic_energy(cost.weight_load, machine)
-    return StateOption(split, columns, regions, cycles, energy, step, load)
+    mesh = Mesh.of(machine)
+    chip = Region(0, mesh.tiles)
+    at = {c: r for c, r in zip(columns, regions, strict=True)}
+    edges = tuple((e.src, e.dst, mean_hops(mesh, at[e.src], at[e.dst])) for e in block.edges
+                  if e.src in at and e.dst in at)
+    return StateOption(split, columns, regions, cycles, energy, step, load,
+                       tuple(mean_hops(mesh, chip, r) for r in regions),
+                       tuple(dram_hops(mesh, r) for r in regions), edges)
 
 
 @lru_cache(maxsize=50_000)
@@ -130,15 +155,17 @@ def state_options(block: Block, state: int, batch: int, machine: Machine,
 
 def edge_hops(machine: Machine, option: StateOption, src: int, dst: int) -> float:
     """Hops of a direct producer-to-consumer transfer inside one state."""
+    for a, b, hops in option.edges:
+        if (a, b) == (src, dst):
+            return hops
     return mean_hops(Mesh.of(machine), option.region(src), option.region(dst))
 
 
 def sram_hops(machine: Machine, option: StateOption, column: int) -> float:
     """Hops from data spread over the whole chip's SRAM to a column's region."""
-    mesh = Mesh.of(machine)
-    return mean_hops(mesh, Region(0, mesh.tiles), option.region(column))
+    return option.sram[option.columns.index(column)]
 
 
 def port_hops(machine: Machine, option: StateOption, column: int) -> float:
     """Hops between a column's region and its nearest DRAM ports."""
-    return dram_hops(Mesh.of(machine), option.region(column))
+    return option.port[option.columns.index(column)]

@@ -163,3 +163,24 @@ def _single(form: Formulation, objective: Objective, first: Solution,
     pt = _point(form, sol)
     best = pt if objective(pt.latency, pt.energy) < to_beat else None
     return SweepResult(best, (pt,), first.status is Status.OPTIMAL, 2)
+
+
+def hull_covers(points: list[tuple[float, float]], corner: tuple[float, float]) -> bool:
+    """Whether ``corner`` (L, E) lies in the convex hull of ``points`` plus the positive
+    quadrant: then no schedule at or beyond the corner can be a supported point, so a
+    candidate whose (L, E) lower bound is ``corner`` cannot matter for any L^p E^q."""
+    hull: list[tuple[float, float]] = []
+    for pt in sorted(points):
+        if hull and pt[1] >= hull[-1][1]:
+            continue
+        while len(hull) >= 2 and (hull[-1][0] - hull[-2][0]) * (pt[1] - hull[-2][1]) \
+                - (hull[-1][1] - hull[-2][1]) * (pt[0] - hull[-2][0]) <= 0:
+            hull.pop()
+        hull.append(pt)
+    lat, energy = corner
+    if not hull or lat < hull[0][0]:
+        return False
+    for (l0, e0), (l1, e1) in zip(hull, hull[1:], strict=False):
+        if l0 <= lat <= l1:
+            return energy >= e0 + (e1 - e0) * (lat - l0) / (l1 - l0)
+    return energy >= hull[-1][1]

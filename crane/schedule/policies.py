@@ -1,10 +1,12 @@
 """Scheduling policies: Crane and the baselines, all in the same cost model.
 
-* ``crane``: every block solved by the MILP (any state workloads, tile split per state
-  among candidates, fused/spilled producers, every sub-batch size that survives the
-  closed-form compute ranking, K1 = half of the candidates as in the paper); blocks of up to
-  ``max_block`` layers. Since every baseline schedule is also a Crane schedule, the policy
-  returns the best of its own search and the baselines' (it can only gain).
+* ``crane``: blocks of up to ``max_block`` layers; every block gets the baselines' pipeline
+  patterns as candidates, and blocks of up to ``milp_block`` layers are also solved by the
+  MILP (any state workloads, tile split per state among candidates, fused/spilled
+  producers, every sub-batch size that survives the closed-form compute ranking, K1 = half
+  of the candidates as in the paper). Every baseline schedule is thus a candidate schedule
+  of Crane's search, whose convex-hull DP is exact over its candidates: the policy can
+  only gain over any baseline.
 * ``sequential``: one layer at a time on the whole machine, best sub-batch size per layer,
   tensors kept in SRAM across layers whenever the whole batch fits.
 * ``tangram``: Tangram-like spatial pipelining of layer segments (DP over the segment
@@ -28,12 +30,16 @@ from crane.schedule.evaluate import BlockCost, Plan, evaluate
 from crane.schedule.formulate import formulate
 from crane.schedule.objective import Objective
 from crane.schedule.options import state_options
-from crane.schedule.pareto import sweep
+from crane.schedule.pareto import hull_covers, sweep
 from crane.schedule.refine import refine
 from crane.schedule.search import BlockCache, Schedule, search
 from crane.schedule.workload import Workload
 
 POLICIES = ("crane", "sequential", "tangram", "set")
+MAX_BLOCK = 12
+"""Most layers in one block (segment), for every policy but ``sequential``."""
+MILP_BLOCK = 4
+"""Most layers of a block Crane also solves with the MILP (larger ones get the patterns)."""
 
 
 def divisors(n: int) -> list[int]:
@@ -74,13 +80,14 @@ class CraneSolver:
     time_limit: float | None = None
     keep: float = 0.5
     max_points: int = 8
+    milp_block: int = MILP_BLOCK
 
     def __call__(self, block: Block, batch: int, machine: Machine, objective: Objective,
                  reserved: float) -> list[tuple[Plan, BlockCost]]:
         patterns = PatternSolver("balanced", (True, False)), PatternSolver("flops", (True,))
         found = [pc for pattern in patterns
                  for pc in pattern(block, batch, machine, objective, reserved)]
-        if block.n == 1 or not found:
+        if block.n == 1 or block.n > self.milp_block or not found:
             return _front(found)
         ranked: list[tuple[float, int]] = []
         for b in _subbatches(block, batch):
@@ -92,12 +99,16 @@ class CraneSolver:
         for bound, b in ranked[: max(1, math.ceil(self.keep * len(ranked)))]:
             if bound >= to_beat:
                 break  # compute alone (a lower bound of the full cost) cannot beat it
+            fastest = compute_optimum(block, b, batch // b, machine, Objective(1.0, 0.0))
+            floor = compute_optimum(block, b, batch // b, machine, Objective(0.0, 1.0))
+            corner = (fastest[0] if fastest else 0.0, floor[0] if floor else 0.0)
+            if hull_covers([(c.latency_cycles, c.energy_pj) for _, c in found], corner):
+                continue  # nothing at this sub-batch size can be a supported point
             form = formulate(block, b, batch // b, machine, sram_reserved=reserved)
             if form is None:
                 continue
             same = [pc for pc in found if pc[0].subbatch == b]
             seed = min(same, key=lambda pc: _value(objective, pc))[0] if same else None
-            floor = compute_optimum(block, b, batch // b, machine, Objective(0.0, 1.0))
             result = sweep(form, objective, self.time_limit, self.max_points, seed, to_beat,
                            floor[0] if floor else 0.0)
             found += [(pt.plan, evaluate(pt.plan, machine, reserved)) for pt in result.frontier]
@@ -160,7 +171,7 @@ def block_solver(policy: str, time_limit: float | None = 0.05) -> BlockCache:
 
 
 def schedule(workload: Workload, batch: int, machine: Machine, policy: str = "crane",
-             objective: Objective | str = "edp", max_block: int = 4,
+             objective: Objective | str = "edp", max_block: int = MAX_BLOCK,
              time_limit: float | None = 0.05,
              progress: Callable[[str], None] | None = None, workers: int = 1,
              refine_rounds: int = 0) -> Schedule:
@@ -176,14 +187,10 @@ def schedule(workload: Workload, batch: int, machine: Machine, policy: str = "cr
     if policy != "crane":
         return search(workload, batch, machine, solver, obj, policy,
                       1 if policy == "sequential" else max_block, progress=progress)
-    own = search(workload, batch, machine, solver, obj, policy, max_block, progress=progress,
-                 workers=workers)
-    rivals = [schedule(workload, batch, machine, p, obj, max_block, time_limit)
-              for p in POLICIES[1:]]
-    best = min([own, *rivals], key=lambda s: obj(s.cost.latency_cycles, s.cost.energy_pj))
+    best = search(workload, batch, machine, solver, obj, policy, max_block, progress=progress,
+                  workers=workers)
     if refine_rounds > 0:
         stronger = CraneSolver(None if time_limit is None else 5 * time_limit, keep=1.0)
         best = refine(best, workload, machine, stronger, obj, max_rounds=refine_rounds,
                       max_merged=2 * max_block)
-    return Schedule(own.workload, batch, "crane", best.blocks, best.cost, own.bounds,
-                    own.seconds + sum(r.seconds for r in rivals))
+    return best

@@ -30,7 +30,7 @@ from crane.hardware.machine import Machine
 from crane.schedule.block import Block, gradient_block, split_columns
 from crane.schedule.evaluate import BlockCost, Plan
 from crane.schedule.objective import Objective
-from crane.schedule.policies import POLICIES, block_solver, schedule
+from crane.schedule.policies import MAX_BLOCK, POLICIES, block_solver, schedule
 from crane.schedule.search import BlockChoice, BlockSolver, Schedule
 from crane.schedule.workload import Workload
 
@@ -232,7 +232,7 @@ def _knapsack(menus: list[list[BlockTraining]], budget: float,
 
 def schedule_training(workload: Workload, batch: int, machine: Machine, policy: str = "crane",
                       objective: Objective | str = "edp", recompute: str = "crane",
-                      max_block: int = 4, time_limit: float | None = 0.05
+                      max_block: int = MAX_BLOCK, time_limit: float | None = 0.05
                       ) -> tuple[Schedule, TrainingSchedule]:
     """The forward schedule and training schedule of ``policy`` for one training step.
 

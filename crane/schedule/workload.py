@@ -63,6 +63,17 @@ class LayerWork:
     """Bytes read per sample from outside the network (the network input in DRAM)."""
     backward_macs: int = 0
     backward_vector_ops: int = 0
+    _hash: int = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # Layers key the cost caches (through blocks and state splits): hash them once.
+        object.__setattr__(self, "_hash", hash((
+            self.name, self.kind, self.macs, self.vector_ops, self.weight_bytes,
+            self.output_bytes, self.dims, self.inputs, self.external_input_bytes,
+            self.backward_macs, self.backward_vector_ops)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def predecessors(self) -> tuple[str, ...]:
