@@ -44,7 +44,14 @@ from crane.codegen.program import (
     Send,
     Store,
 )
-from crane.codegen.rules import ELEMENTWISE, Part, shape_of, split_forward, split_training
+from crane.codegen.rules import (
+    ELEMENTWISE,
+    Part,
+    reduction_chunks,
+    shape_of,
+    split_forward,
+    split_training,
+)
 from crane.dialects.graph import LayerOp, WeightOp
 from crane.dialects.graph_grad import OptimizerStateOp
 from crane.ir.core import BlockArgument, Operation, Value
@@ -78,6 +85,8 @@ class Context:
     """SRAM bytes one part of an op may read and write before another split is tried."""
     elem_bytes: int = 1
     """The machine's element width (what ``budget`` counts)."""
+    chunk_budget: int = 0
+    """Bytes above which a dense conv or linear part runs in input-channel chunks."""
 
 
 def _dtype(value: Value) -> str:
@@ -162,14 +171,15 @@ class Emitter:
         return name
 
     # ----- moving boxes
-    def get(self, value: Value, box: Box, tile: int, port: int) -> Buffer:
+    def get(self, value: Value, box: Box, tile: int, port: int, cache: bool = True) -> Buffer:
         """A buffer on ``tile`` holding ``box`` of ``value`` (see the module docstring)."""
         if _resident(value):
             key = (tile, value, box)
-            cached = self.cache.get(key) if isinstance(value.owner_op, WeightOp) else None
+            cached = self.cache.get(key) if cache and isinstance(value.owner_op, WeightOp) else None
             if cached is None:
                 cached = self.load(value, box, tile, port)
-                self.cache[key] = cached
+                if cache:
+                    self.cache[key] = cached
             return cached
         usable = [p for p in self.pieces.get(value, ())
                   if p.phase == self.phase or (p.held and p.block == self.block)]
@@ -226,10 +236,7 @@ class Emitter:
         made: list[list[Piece]] = [[] for _ in op.results]
         partial: list[list[Buffer]] = [[] for _ in op.results]
         for tile, part in parts:
-            ins = tuple(self.get(v, box, tile, port) for v, box in zip(op.operands, part.ins, strict=True))
-            outs = tuple(self.alloc(tile, extent(box), r) for r, box in zip(op.results, part.outs, strict=True))
-            attrs = {**op.attributes, **part.attrs}
-            self.emit(tile, Compute(_op_name(op), outs, ins, attrs))
+            outs = self.compute(op, part, tile, port)
             for k, (box, buffer) in enumerate(zip(part.outs, outs, strict=True)):
                 if part.partial and part.partial[k]:
                     partial[k].append(buffer)
@@ -243,6 +250,22 @@ class Emitter:
             self.pieces.setdefault(result, []).extend(pieces)
             if result in self.store_set:
                 self.store(result, pieces, port)
+
+    def compute(self, op: Operation, part: Part, tile: int, port: int) -> tuple[Buffer, ...]:
+        """One part on ``tile``: operands, compute (in input-channel chunks if too big)."""
+        chunks = reduction_chunks(op, part, self.ctx.chunk_budget, self.ctx.elem_bytes)
+        total: tuple[Buffer, ...] = ()
+        for chunk in chunks:
+            ins = tuple(self.get(v, box, tile, port, cache=len(chunks) == 1)
+                        for v, box in zip(op.operands, chunk.ins, strict=True) if box is not None)
+            outs = tuple(self.alloc(tile, extent(box), r) for r, box in zip(op.results, chunk.outs, strict=True))
+            self.emit(tile, Compute(_op_name(op), outs, ins, {**op.attributes, **chunk.attrs}))
+            if total:
+                added = self.alloc(tile, outs[0].shape, op.results[0])
+                self.emit(tile, Compute("accumulate", (added,), (total[0], outs[0])))
+                outs = (added,)
+            total = outs
+        return total
 
     def reduce(self, buffers: Sequence[Buffer], value: Value) -> Buffer:
         """Partial sums sent to the first one's tile and added there (``accumulate``)."""

@@ -127,7 +127,7 @@ def lower_func(func: FuncOp, schedule: ScheduleOp, machine: Machine,
     layer_of = {**dict(own.forward), **dict(backward)}
     ctx = Context(batch, training, layer_of, fused, block_of, output_names(func),
                   frozenset(op for op, _ in backward), machine.sram_bytes // 2 if fit_sram else 0,
-                  machine.data_bytes)
+                  machine.data_bytes, machine.sram_bytes // 2)
     emitter = Emitter(machine.rows, machine.cols, ctx)
     for phase in phases:
         emitter.run_phase(phase, ops_of)

@@ -10,9 +10,9 @@ A *phase* ends with a barrier of every tile. For a ``segment.block`` (its ``tile
 * **layer by layer** when the block holds a whole-batch op (batchnorm normalises with the
   statistics of the whole batch, as the reference interpreter does; losses; training
   dropout) and more than one sub-batch: no sub-batch can be finished before every sample
-  has passed the layer, so each column becomes one phase on the tiles of the column's
-  widest state, in which its ops run sub-batch by sub-batch except the whole-batch ones,
-  which run once over the whole batch.
+  has passed the layer, so each column becomes one phase on every tile of the block (one
+  column runs at a time; its widest state's DRAM port), in which its ops run sub-batch by
+  sub-batch except the whole-batch ones, which run once over the whole batch.
 
 Training ops then run after every forward block, one op per phase over the whole batch
 (backward sub-batching is not done). When the schedule carries backward blocks (``phase``
@@ -119,7 +119,9 @@ def block_phases(block: BlockOp, index: int, homes: Sequence[Sequence[Home]], ba
     sub_attr = block.attributes.get("subbatch")
     sub = sub_attr.value if isinstance(sub_attr, IntAttr) else batch
     if runs is not None:
-        return [Phase(index, f"{block.label}:{name}", _layer_items(name, widest(homes, j), runs, sub, batch))
+        every = tuple(dict.fromkeys(t for row in homes for home in row for t in home.tiles))
+        return [Phase(index, f"{block.label}:{name}",
+                      _layer_items(name, Home(every, widest(homes, j).port), runs, sub, batch))
                 for j, name in enumerate(names) if widest(homes, j).tiles]
     tables = block.tables()
     phases = []

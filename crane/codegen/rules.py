@@ -51,7 +51,8 @@ class Part:
     """One tile's share of an op: the boxes it writes and reads, and its attributes."""
 
     outs: tuple[Box, ...]
-    ins: tuple[Box, ...]
+    ins: tuple[Box | None, ...]
+    """Per operand the box read (None: the operand is not read, e.g. a later chunk's bias)."""
     attrs: Mapping[str, Attribute] = field(default_factory=dict)
     partial: tuple[bool, ...] = ()
     """Per result: a partial sum over the batch that must be added to the other parts'."""
@@ -293,7 +294,38 @@ def choose(out: Box, candidates: Sequence[tuple[int, ...]], n: int) -> list[Box]
 
 def footprint(part: Part, elem_bytes: int = 4) -> int:
     """Bytes of the boxes one part reads and writes."""
-    return elem_bytes * sum(volume(b) for b in (*part.outs, *part.ins))
+    return elem_bytes * sum(volume(b) for b in (*part.outs, *part.ins) if b is not None)
+
+
+def reduction_chunks(op: Operation, part: Part, budget: int, elem_bytes: int) -> list[Part]:
+    """A dense conv or linear part too big for ``budget`` as chunks of its input channels.
+
+    Each chunk reads a slice of the input channels and the matching kernel slice and
+    yields a partial sum of the part's output (the bias only in the first chunk); the
+    tile adds them up one after another, so it holds one chunk at a time.
+    """
+    kind = op.kind.name if isinstance(op, LayerOp) else ""
+    if not budget or kind not in ("conv2d", "linear") or footprint(part, elem_bytes) <= budget:
+        return [part]
+    dense = kind == "linear" or (_int(op, "groups", 1) == 1
+                                 and not getattr(op.attributes.get("depthwise"), "value", False))
+    x_box, w_box = part.ins[0], part.ins[1]
+    if not dense or x_box is None or w_box is None:
+        return [part]
+    x_axis, w_axis = (1, 1) if kind == "conv2d" else (len(x_box) - 1, 0)
+    low, high = x_box[x_axis]
+    room = budget - 2 * elem_bytes * volume(part.outs[0])
+    per_channel = elem_bytes * (volume(x_box) + volume(w_box)) / max(1, high - low)
+    count = min(high - low, -(-int(per_channel * (high - low)) // room)) if room > 0 else 1
+    if count <= 1:
+        return [part]
+    chunks = []
+    for k, span in enumerate(split_span(low, high, count)):
+        rest = part.ins[2:] if k == 0 else (None,) * len(part.ins[2:])
+        ins = (with_axis(x_box, x_axis, span), with_axis(w_box, w_axis, span), *rest)
+        attrs = dict(part.attrs) if k == 0 or not rest else {**part.attrs, "bias": BoolAttr(False)}
+        chunks.append(Part(part.outs, ins, attrs, part.partial))
+    return chunks
 
 
 def split_forward(op: LayerOp, span: tuple[int, int], batch: int, n: int,

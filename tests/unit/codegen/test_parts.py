@@ -42,7 +42,7 @@ def test_spatial_conv_parts_read_halos_and_pad_only_borders() -> None:
     conv = _op(_func("tiny_resnet"), "conv2d")  # 3x3, padding 1, 8x3x32x32 -> 8x16x32x32
     parts = split_forward(conv, (0, 1), 8, 4, False)
     assert len(parts) == 4  # one sample, 16 channels: channel split first
-    assert all(p.ins[0][1] == (0, 3) for p in parts)  # every input channel
+    assert all(p.ins[0] is not None and p.ins[0][1] == (0, 3) for p in parts)  # every input channel
     one = ((0, 1), (0, 16), (0, 16), (16, 32))
     from crane.codegen.rules import NEEDS
     ins, attrs = NEEDS["conv2d"](conv, one)
@@ -149,3 +149,23 @@ def test_a_budget_trades_the_channel_split_for_one_that_fits() -> None:
     fitted = split_forward(conv, (0, 1), 8, 4, False, budget=60_000)
     assert len(fitted) == 4 and all(p.outs[0][1] == (0, 32) for p in fitted)  # spatial
     assert max(footprint(p) for p in fitted) <= 60_000 < max(footprint(p) for p in preferred)
+
+
+def test_parts_too_big_for_sram_run_in_input_channel_chunks() -> None:
+    import dataclasses
+
+    from crane.codegen.program import Compute
+    from crane.codegen.to_ir import tile_ops
+    from crane.exec.tile_sim.check import check
+
+    module, func, schedule, machine = prepared("tiny_resnet", 2, 2, False)
+    small = dataclasses.replace(machine, sram_bytes=96 * 1024)
+    made = lower_func(func, schedule, small)
+    convs = [i for p in made.programs for i in p.body if isinstance(i, Compute) and i.op == "conv2d"]
+    chunked = [c for c in convs if c.ins[1].shape[1] not in (3, 16, 32)]
+    assert chunked  # kernels sliced along their input channels
+    body_ = module.regions[0].blocks[0]
+    for op in tile_ops(made):
+        body_.append(op)
+    report = check(module)
+    assert all(c.ok for c in report.comparisons)
