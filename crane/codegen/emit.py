@@ -13,7 +13,9 @@ buffer, phase). An operand box is obtained, in this order of preference:
 2. from DRAM (``load`` with the box's offsets), for network inputs, weights (cached per tile
    within a block), optimizer state and values stored in an earlier phase.
 
-A result is stored to DRAM when it is a network output, feeds a backward op, or feeds a
+A dense conv or linear part that would read and write more than half a tile's SRAM (at
+the machine's element width) runs in input-channel chunks whose partial sums the tile adds
+as it goes (``rules.reduction_chunks``). A result is stored to DRAM when it is a network output, feeds a backward op, or feeds a
 layer that cannot take it from SRAM (its producer is not fused, or it is in another
 block). Partial sums (batch-split weight gradients) are sent to the first tile of the op,
 added there (``compute "add"``) and stored once. Every send is emitted right before its
