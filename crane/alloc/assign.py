@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from crane.alloc.liveness import BufferRequest, LiveRange, Pressure, live_ranges, peak_pressure
 
 DEFAULT_ALIGNMENT = 64
+SHOWN = 6
+"""How many live buffers (the largest) an overflow message names; the rest are summed."""
 _CHUNK = 64
 """Instructions per bucket of the overlap index."""
 
@@ -68,7 +70,10 @@ class AllocationError(Exception):
 
     def describe(self) -> str:
         where = f"tile {self.tile}" if self.tile is not None else "tile"
-        buffers = ", ".join(f"{name} ({n:,} B)" for name, n in self.live)
+        shown, rest = self.live[:SHOWN], self.live[SHOWN:]
+        buffers = ", ".join(f"{name} ({n:,} B)" for name, n in shown)
+        if rest:
+            buffers += f" and {len(rest)} more ({sum(n for _, n in rest):,} B)"
         return (f"{where} runs out of SRAM at instruction {self.instruction}: {self.reason}; "
                 f"{self.live_bytes:,} bytes live of {self.capacity:,}: {buffers}")
 

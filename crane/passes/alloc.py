@@ -19,6 +19,9 @@ from crane.passes.pass_base import Pass
 ALLOC_ATTR = "crane.alloc"
 """Module attribute with the allocation figures over all tiles."""
 
+NOTED = 8
+"""How many live buffers (the largest) get a note of their own in an overflow error."""
+
 
 def _elements(op: AllocOp) -> int:
     kind = op.buffer.type
@@ -125,10 +128,14 @@ class Alloc(Pass):
         diag = ctx.emit_error(anchor, f"{problem} ('{where.name}')")
         diag.attach_note(f"tile {program.tile} runs out of SRAM here", where.location)
         by_name = {r.name: (r, a) for r, a in zip(buffers.requests, buffers.allocs, strict=True)}
-        for (name, nbytes), live in zip(problem.live, problem.ranges, strict=True):
+        for (name, nbytes), live in list(zip(problem.live, problem.ranges, strict=True))[:NOTED]:
             alloc_op = by_name[name][1]
             diag.attach_note(f"{name} ({nbytes:,} bytes) is live from instruction "
                              f"{live.start} to {live.stop}", alloc_op.location)
+        if len(problem.live) > NOTED:
+            rest = problem.live[NOTED:]
+            diag.attach_note(f"and {len(rest)} smaller buffers live there "
+                             f"({sum(n for _, n in rest):,} bytes)")
         narrow = sum(_elements(by_name[name][1]) * machine.data_bytes for name, _ in problem.live)
         if narrow != problem.live_bytes:
             diag.attach_note(f"at the machine's {machine.data_bytes}-byte elements these buffers "

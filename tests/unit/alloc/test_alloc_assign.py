@@ -95,3 +95,12 @@ def test_bad_requests() -> None:
         BufferRequest("%a", -1, 0, 1)
     with pytest.raises(ValueError, match="before it is defined"):
         BufferRequest("%a", 1, 3, 1)
+
+
+def test_long_overflow_messages_name_the_largest_buffers() -> None:
+    reqs = [BufferRequest(f"%b{k}", 100 + k, 0, 1) for k in range(10)]
+    with pytest.raises(AllocationError) as info:
+        allocate(reqs, 500, tile=2)
+    text = str(info.value)
+    assert "%b9 (109 B), %b8 (108 B)" in text and "%b4 (104 B) and 4 more (406 B)" in text
+    assert len(info.value.live) == 10

@@ -168,3 +168,20 @@ def test_programs_without_location_report_at_the_module() -> None:
     ctx = run(module, Alloc())
     error = next(d for d in ctx.diagnostics.diagnostics if d.severity is Severity.ERROR)
     assert (error.location.line, error.location.col) == (1, 1)  # type: ignore[attr-defined]
+
+
+def test_many_live_buffers_get_a_summary_note() -> None:
+    lines = ["builtin.module @t attributes {crane.machine = @m} {", MACHINE.replace("SRAM", "1024"),
+             "tile.program ({"]
+    names = [f"b{k}" for k in range(12)]
+    lines += [f"  %{n} = tile.alloc {{offset = -1}} : () -> buffer<8x8xf32, sram>" for n in names]
+    operands = ", ".join(f"%{n}" for n in names)
+    types = ", ".join(["buffer<8x8xf32, sram>"] * len(names))
+    lines += [f'  tile.compute {operands} {{op = "accumulate"}} : ({types}) -> ()',
+              "}) {tile = 0, row = 0, col = 0} : () -> ()", "}"]
+    ctx = run(parse("\n".join(lines) + "\n"), Alloc())
+    error = next(d for d in ctx.diagnostics.diagnostics if d.severity is Severity.ERROR)
+    assert "and 6 more (1,536 B)" in error.message
+    messages = [n.message for n in error.notes]
+    assert len(messages) == 1 + 8 + 2
+    assert messages[-2] == "and 4 smaller buffers live there (1,024 bytes)"
