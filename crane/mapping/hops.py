@@ -38,6 +38,29 @@ def link_exists(mesh: Mesh, link: Link) -> bool:
     return inside and abs(r - r2) + abs(c - c2) == 1
 
 
+def first_missing_link(mesh: Mesh, src: tuple[int, int], dst: tuple[int, int]) -> Link | None:
+    """The first link of the XY route from ``src`` to ``dst`` that the mesh lacks, or None.
+
+    Found without walking the route (ids far outside the mesh make it arbitrarily long).
+    """
+    (r, c), (r2, c2) = src, dst
+    for (a, b), (a2, b2), along_cols in (((r, c), (r, c2), True), ((r, c2), (r2, c2), False)):
+        if (a, b) == (a2, b2):
+            continue
+        step = 1 if (b2 >= b if along_cols else a2 >= a) else -1
+        if not (0 <= a < mesh.rows and 0 <= b < mesh.cols):
+            nxt = (a, b + step) if along_cols else (a + step, b)
+            return (a, b), nxt
+        # Inside at the start: the first link crossing the mesh boundary, if any.
+        if along_cols and not 0 <= b2 < mesh.cols:
+            edge = mesh.cols - 1 if step > 0 else 0
+            return (a, edge), (a, edge + step)
+        if not along_cols and not 0 <= a2 < mesh.rows:
+            edge = mesh.rows - 1 if step > 0 else 0
+            return (edge, b), (edge + step, b)
+    return None
+
+
 def mean_distance(mesh: Mesh, a: Sequence[int], b: Sequence[int]) -> float:
     """Mean XY hops between a tile of ``a`` and a tile of ``b``."""
     if not a or not b:

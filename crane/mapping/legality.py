@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import z3
 
-from crane.mapping.hops import link_exists, xy_route
+from crane.mapping.hops import first_missing_link
 from crane.mapping.problem import BlockProblem, Mapping, coords, in_mesh
 from crane.solve.smt import Name, NamedSolver, is_pin
 
@@ -245,9 +245,9 @@ def _dependency(problem: BlockProblem, mapping: Mapping, where: tuple,
 
 def _broken_route(problem: BlockProblem, src: tuple[int, int], dst: tuple[int, int]) -> str:
     """Why the XY route between two positions (one of them outside the mesh) is broken."""
-    for link in xy_route(problem.mesh, src, dst):
-        if not link_exists(problem.mesh, link):
-            return f"no link {link[0]} -> {link[1]}"
+    missing = first_missing_link(problem.mesh, src, dst)
+    if missing is not None:
+        return f"no link {missing[0]} -> {missing[1]}"
     return f"{dst} is outside the mesh"
 
 

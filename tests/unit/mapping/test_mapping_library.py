@@ -12,7 +12,13 @@ from crane.cost.placement import Mesh
 from crane.hardware.machine import DramPort, Machine
 from crane.mapping.from_schedule import block_problem
 from crane.mapping.heuristic import place, snake_paths
-from crane.mapping.hops import hop_bytes, link_exists, mean_distance, xy_route
+from crane.mapping.hops import (
+    first_missing_link,
+    hop_bytes,
+    link_exists,
+    mean_distance,
+    xy_route,
+)
 from crane.mapping.legality import (
     DEPENDENCY,
     EXCLUSIVE,
@@ -64,6 +70,24 @@ def test_xy_route_goes_along_the_row_then_the_column() -> None:
     assert all(link_exists(mesh, link) for link in route)
     assert not link_exists(mesh, ((3, 0), (4, 0)))
     assert xy_route(mesh, (1, 1), (1, 1)) == []
+
+
+def test_first_missing_link_agrees_with_walking_the_route() -> None:
+    mesh = Mesh.of(EDGE)
+    points = [(r, c) for r in range(-2, 7) for c in range(-2, 7)]
+    for a, b in itertools.product(points, points):
+        walked = next((link for link in xy_route(mesh, a, b) if not link_exists(mesh, link)),
+                      None)
+        assert first_missing_link(mesh, a, b) == walked
+
+
+def test_a_tile_id_far_outside_the_mesh_is_diagnosed_at_once() -> None:
+    problem = _pipeline(EDGE, 2)
+    legal = place(problem)
+    far = _with(legal, 0, 0, (*legal.placement[0][0][:-1], 10**11))
+    found = check(problem, far).violations
+    assert [v.constraint for v in found] == [PORT] and found[0].tiles == (10**11,)
+    assert "(row 25000000000, col 0)" in found[0].message and "no link (3, 0) -> (4, 0)" in found[0].message
 
 
 def test_mean_distance_and_snake_paths() -> None:
