@@ -3,21 +3,20 @@
 The tiny ResNet and tiny transformer, inference and one training step, on 2x2 and 4x4
 meshes of the edge tile: ``segment`` (after ``autodiff`` when training), the test
 placement of ``support``, ``lower_func``, then ``crane.exec.tile_sim.check`` (float32,
-rtol 1e-5, norm-wise).
+rtol 1e-5, norm-wise; the checker judges outputs that are ill-conditioned in float32,
+such as the attention key bias whose exact gradient is zero, against float64).
 """
 
 from __future__ import annotations
 
 from functools import cache
 
-import numpy as np
 import pytest
 
 from crane.codegen.lower import lower_func
 from crane.codegen.program import Compute, Recv, TileModule
 from crane.codegen.to_ir import tile_ops
 from crane.dialects.builtin import ModuleOp
-from crane.exec.interpreter import run_function
 from crane.exec.tile_sim.check import CheckReport, check
 from crane.ir.verifier import verify
 
@@ -25,8 +24,6 @@ from .support import prepared
 
 CASES = [(net, mesh, training) for net in ("tiny_resnet", "tiny_transformer")
          for mesh in (2, 4) for training in (False, True)]
-ZERO_GRADIENT = ".attention.bk"
-"""Attention's key bias: softmax ignores a constant shift, so its exact gradient is zero."""
 
 
 @cache
@@ -59,18 +56,8 @@ def test_simulation_matches_reference(net: str, mesh: int, training: bool) -> No
     found = report(net, mesh, training)
     expected = 112 if net == "tiny_transformer" and training else 41 if training else 1
     assert len(found.comparisons) == expected
-    bad = [c for c in found.comparisons if not c.ok]
-    # Split matmuls round differently from the whole one; Adam turns the rounding noise of a
-    # zero gradient into +-lr steps, so only the key biases may differ, and only when their
-    # gradient is noise in the reference too.
-    assert all(ZERO_GRADIENT in c.name for c in bad), [c.name for c in bad]
-    if bad:
-        module = lowered(net, mesh, training)[0]
-        ref = run_function(next(o for o in module.regions[0].blocks[0].ops if o.name == "graph.func"),
-                           dtype="f32")
-        moments = [ref[c.name.replace(".new", ".m.new")] for c in bad if c.name.endswith("bk.new")]
-        assert moments and all(np.max(np.abs(m)) < 1e-8 for m in moments)
-    assert (net, mesh, training) == ("tiny_transformer", 4, True) or not bad
+    bad = [c.name for c in found.comparisons if not c.ok]
+    assert not bad, bad
 
 
 def test_training_reduces_batch_split_weight_gradients() -> None:
