@@ -1,5 +1,8 @@
 """Expand a forward ``graph.func`` into one training step, in place.
 
+Batchnorms that normalise with running statistics switch to batch statistics first
+(``crane.autodiff.train_mode``), as a training step does.
+
 Order of the new body: the forward ops (unchanged), the loss seed, the backward ops in
 reverse topological order of the forward ops (with ``graph.accumulate`` where a value fans
 out), then per weight its optimizer state and update. The function then returns
@@ -15,6 +18,7 @@ from collections.abc import Callable, Sequence
 from crane.autodiff.config import TrainingConfig
 from crane.autodiff.recompute import recompute_groups, tag_backward
 from crane.autodiff.rules import backward_step, differentiable_inputs, is_float_tensor
+from crane.autodiff.train_mode import use_batch_statistics
 from crane.dialects.graph import LAYER_OPS, FuncOp, LayerOp, ReturnOp, WeightOp
 from crane.dialects.graph_grad import UPDATE_OPS, AccumulateOp, FillOp, GradOp, OptimizerStateOp
 from crane.ir.attributes import BoolAttr, DictAttr, FloatAttr, IntAttr, StringAttr, TypeAttr
@@ -155,6 +159,7 @@ def expand_training_step(func: FuncOp, config: TrainingConfig) -> int:
     Raises :class:`AutodiffError` when the loss is missing or ambiguous.
     """
     loss = find_loss(func, config.loss)
+    use_batch_statistics(func)
     ops = list(func.body.ops)
     terminator = ops[-1]
     forward = ops[:-1] if isinstance(terminator, ReturnOp) else ops

@@ -50,6 +50,7 @@ from crane.codegen.rules import (
     ELEMENTWISE,
     Part,
     reduction_chunks,
+    running_statistics,
     shape_of,
     split_forward,
     split_training,
@@ -288,7 +289,9 @@ class Emitter:
     def forward_parts(self, op: LayerOp, item: Item) -> list[tuple[int, Part]]:
         """The parts of a forward op; elementwise ops follow their input's pieces."""
         tiles = item.home.tiles
-        inherited = self._inherit(op, item) if op.kind.name in ELEMENTWISE else None
+        follows = op.kind.name in ELEMENTWISE or (op.kind.name == "batchnorm"
+                                                  and running_statistics(op))
+        inherited = self._inherit(op, item) if follows else None
         if inherited:
             return inherited
         parts = split_forward(op, item.span, self.ctx.batch, len(tiles), self.ctx.training,

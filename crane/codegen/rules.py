@@ -15,7 +15,8 @@ a slice of several rows identically (a single row goes through a vector kernel a
 round differently), and the simulator is checked against the unsplit reference.
 
 Whole-batch ops (batchnorm's batch statistics, losses, training dropout masks) are split
-by channel only, or not at all; batchnorm's gradients by channel too. Other gradients
+by channel only, or not at all (a batchnorm with running statistics splits like an
+elementwise op); batchnorm's gradients by channel too. Other gradients
 split by batch; their results that are not per sample (weight gradients) are partial
 sums (``Part.partial``) which codegen reduces.
 """
@@ -69,7 +70,14 @@ def whole_batch(op: Operation, training: bool) -> bool:
     """Whether the op needs every sample at once (so a block holding it cannot pipeline)."""
     if not isinstance(op, LayerOp):
         return False
-    return op.kind.is_loss or op.kind.name == "batchnorm" or (training and op.kind.name == "dropout")
+    return (op.kind.is_loss or (op.kind.name == "batchnorm" and not running_statistics(op))
+            or (training and op.kind.name == "dropout"))
+
+
+def running_statistics(op: LayerOp) -> bool:
+    """A batchnorm normalising with its running statistics (per sample, like an affine op)."""
+    flag = op.attributes.get("running")
+    return isinstance(flag, BoolAttr) and flag.value
 
 
 def span_box(value: Value, span: tuple[int, int], batch: int) -> Box:
@@ -228,7 +236,7 @@ def split_axes(op: Operation, training: bool) -> tuple[tuple[int, ...], ...]:
         return tuple((a,) for a in range(rank))
     if whole_batch(op, training):
         return ((1,),) if kind == "batchnorm" else ()
-    if kind in ELEMENTWISE or kind == "transpose":
+    if kind in ELEMENTWISE or kind == "transpose" or kind == "batchnorm":
         return tuple((a,) for a in range(rank))
     if kind in WINDOW:
         groups = _int(op, "groups", 1)

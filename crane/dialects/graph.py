@@ -162,7 +162,9 @@ class LayerOp(Operation):
         out = self.results[0].type
         assert isinstance(out, TensorType)
         attrs = self.layer_attrs
-        param_bytes = sum(v.type.byte_size for v in self.weights if isinstance(v.type, TensorType))
+        names = [name for name, _ in self.kind.weights(shapes[:1], attrs)] if shapes else []
+        param_bytes = sum(v.type.byte_size for name, v in zip(names, self.weights, strict=False)
+                          if isinstance(v.type, TensorType) and name not in self.kind.buffers)
         return {
             "macs": self.kind.macs(shapes, out.shape, attrs),
             "flops": self.kind.flops(shapes, out.shape, attrs),

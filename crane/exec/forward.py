@@ -115,6 +115,13 @@ def _matmul(c: Call) -> Array:
     return K.matmul_forward(a, np.swapaxes(b, -1, -2) if c.flag("transpose_b") else b)
 
 
+def _batchnorm(c: Call) -> Array:
+    eps = c.number("eps", 1e-5)
+    if c.flag("running"):
+        return K.batchnorm_forward_inference(c.inputs[0], *c.weights, eps=eps)
+    return K.batchnorm_forward_train(c.inputs[0], *c.weights, eps=eps)[0]
+
+
 def _labels(c: Call) -> np.ndarray:
     return np.asarray(c.inputs[1]).astype(np.int64)
 
@@ -126,7 +133,7 @@ FORWARD: Mapping[str, Rule] = {
     "global_avg_pool": lambda c: K.global_avg_pool2d_forward(c.inputs[0]),
     "linear": lambda c: K.linear_forward(c.inputs[0], c.weights[0], _bias(c)),
     "matmul": _matmul,
-    "batchnorm": lambda c: K.batchnorm_forward_train(c.inputs[0], *c.weights, eps=c.number("eps", 1e-5))[0],
+    "batchnorm": lambda c: _batchnorm(c),
     "layernorm": lambda c: K.layernorm_forward(c.inputs[0], *c.weights, eps=c.number("eps", 1e-5))[0],
     "relu": lambda c: K.relu_forward(c.inputs[0]),
     "gelu": lambda c: K.gelu_forward(c.inputs[0]),

@@ -5,13 +5,15 @@
 Inputs not given are drawn from ``seed`` (floats standard normal; integer inputs within
 the range their users accept: an embedding's vocabulary, a loss's class count). Weights
 not given are initialised from their name and ``seed`` (He scale for conv kernels,
-Xavier for matrices, ``1 + 0.1 N`` for norm scales, ``0.1 N`` for other vectors), so
+Xavier for matrices, ``1 + 0.1 N`` for norm scales, ``1 + 0.1 |N|`` for running variances,
+``0.1 N`` for other vectors), so
 two runs agree. Optimizer state not given (by its ``name``) starts at zero.
 
 Outputs are keyed by the name of each returned value (``%loss`` -> ``"loss"``); a
 training step (after ``autodiff``) returns the loss, ``"<weight>.new"`` and
 ``"<weight>.<state>.new"``. Dropout is active in training steps only, with masks that
-depend on the seed and the op's ``key``; batchnorm always uses batch statistics.
+depend on the seed and the op's ``key``; batchnorm uses its running statistics (``mean``
+and ``var`` operands) when its ``running`` attribute says so, else the batch statistics.
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ def init_weight(name: str, shape: tuple[int, ...], dtype: Any = np.float64, seed
         return (draw * np.sqrt(2.0 / (shape[0] + shape[1]))).astype(dtype)
     if name.endswith(("scale", "gamma")):
         return (1.0 + 0.1 * draw).astype(dtype)
+    if name.endswith(".var"):  # a running variance: positive
+        return (1.0 + 0.1 * np.abs(draw)).astype(dtype)
     return (0.1 * draw).astype(dtype)
 
 

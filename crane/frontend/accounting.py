@@ -58,8 +58,9 @@ class NetworkStats:
 def layer_stats(layer: Layer, input_shapes: tuple[tuple[int, ...], ...]) -> LayerStats:
     """The counts of one layer, given the shapes of its inputs."""
     kind = LAYER_KINDS[layer.kind]
-    params = sum(w.numel for w in layer.weights)
-    param_bytes = sum(w.numel * DTYPE_BYTES[w.dtype] for w in layer.weights)
+    trained = [w for w in layer.weights if w.name not in kind.buffers]
+    params = sum(w.numel for w in trained)
+    param_bytes = sum(w.numel * DTYPE_BYTES[w.dtype] for w in trained)
     return LayerStats(
         name=layer.name, kind=layer.kind, out_shape=layer.out_shape,
         macs=kind.macs(input_shapes, layer.out_shape, layer.attrs),

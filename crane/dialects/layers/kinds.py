@@ -44,6 +44,10 @@ REQUIRED = object()
 DERIVED = object()
 """Default of an optional parameter whose value the shape rule works out."""
 
+INFERENCE = object()
+"""Default of a boolean parameter that is true in a network without a train section (an
+inference network) and false in one that trains (the frontend resolves it)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Param:
@@ -79,6 +83,8 @@ class LayerKind:
     int_inputs: frozenset[int] = frozenset()
     """Positions of inputs that must have an integer dtype (token ids, labels)."""
     is_loss: bool = False
+    buffers: frozenset[str] = frozenset()
+    """Names of weights that are not trained (batchnorm's running statistics)."""
 
     def param(self, name: str) -> Param | None:
         """The parameter called ``name``, or None."""
@@ -238,8 +244,15 @@ def _kinds() -> tuple[LayerKind, ...]:
         ),
         LayerKind(
             "batchnorm", "batch normalisation over channel dimension 1", x,
-            (_p("eps", ParamType.FLOAT, 1e-5, "variance epsilon"),),
+            (
+                _p("eps", ParamType.FLOAT, 1e-5, "variance epsilon"),
+                _p("running", ParamType.BOOL, INFERENCE,
+                   "normalise with the running statistics (mean, var buffers), as inference "
+                   "does; false: with the batch's own statistics, as training does (default: "
+                   "true in a network without a train section)"),
+            ),
             rule.batchnorm, rule.batchnorm_weights, cost.zero, cost.per_output("batchnorm"),
+            buffers=frozenset({"mean", "var"}),
         ),
         LayerKind(
             "layernorm", "layer normalisation over the last dimension", x,
@@ -328,7 +341,7 @@ LAYER_KINDS: Mapping[str, LayerKind] = {kind.name: kind for kind in _kinds()}
 DEFAULT_ATTRS: Mapping[str, Mapping[str, AttrValue]] = {
     kind.name: {
         p.name: coerce(p, p.default)  # type: ignore[arg-type]
-        for p in kind.params if p.default is not REQUIRED and p.default is not DERIVED
+        for p in kind.params if p.default not in (REQUIRED, DERIVED, INFERENCE)
     }
     for kind in LAYER_KINDS.values()
 }

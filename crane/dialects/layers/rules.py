@@ -226,9 +226,11 @@ def batchnorm(ins: tuple[Shape, ...], attrs: Attrs) -> Resolved:
 
 
 def batchnorm_weights(ins: tuple[Shape, ...], attrs: Attrs) -> Weights:
-    # Only the affine scale/shift are trainable; running statistics are buffers, as in
-    # the published parameter counts.
-    return (("scale", (ins[0][1],)), ("shift", (ins[0][1],)))
+    # Only the affine scale/shift are trainable; running statistics (present when the op
+    # normalises with them) are buffers, as in the published parameter counts.
+    channels = (ins[0][1],)
+    affine = (("scale", channels), ("shift", channels))
+    return (*affine, ("mean", channels), ("var", channels)) if attrs.get("running") else affine
 
 
 def layernorm(ins: tuple[Shape, ...], attrs: Attrs) -> Resolved:

@@ -80,6 +80,8 @@ class Ctx:
     failed: set[str] = field(default_factory=set)
     """File-level names whose definition failed (already reported; uses stay silent)."""
     steps: int = 0
+    trains: bool = False
+    """Whether the network has a train section (layers then default to training behaviour)."""
 
     def loc(self, file: str, pos: ast.Pos) -> SourceLoc:
         return SourceLoc(file, pos[0], pos[1])

@@ -185,6 +185,7 @@ def _network(ctx: Ctx, defn: ast.NetworkDef, filename: str) -> Network | None:
     machine = _machine(ctx, head, defn.body)
     ctx.net_globals = Scope(ctx.globals)
     ctx.net_globals.names["batch"] = batch
+    ctx.trains = bool(trains)
     frame = Frame(filename, Scope(ctx.net_globals))
     exec_body(ctx, frame, defn.body)
     training = _training(ctx, frame, trains[0], batch) if trains else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from crane.dialects.layers.kinds import (
     DEFAULT_ATTRS,
+    INFERENCE,
     LAYER_KINDS,
     LayerKind,
     Param,
@@ -30,6 +31,10 @@ PARAMS: dict[str, dict[str, Param]] = {name: {p.name: p for p in kind.params} fo
 REQUIRED: dict[str, tuple[Param, ...]] = {name: tuple(p for p in kind.params if p.required)
                                           for name, kind in LAYER_KINDS.items()}
 """Each layer kind's required parameters, in table order."""
+MODE_DEPENDENT: dict[str, tuple[str, ...]] = {
+    name: tuple(p.name for p in kind.params if p.default is INFERENCE)
+    for name, kind in LAYER_KINDS.items()}
+"""Each layer kind's parameters that default to "the network does not train"."""
 INPUT_COUNTS: dict[str, tuple[int, int | None]] = {name: (kind.min_inputs, kind.max_inputs)
                                                    for name, kind in LAYER_KINDS.items()}
 """Each layer kind's fewest and most tensor inputs (None: no limit)."""
@@ -211,7 +216,8 @@ def _params(ctx: Ctx, frame: Frame, call: ast.Call, kind: LayerKind) -> tuple[di
     for param in REQUIRED[kind.name]:
         if param.name not in attrs:
             raise ctx.error(frame.file, call.pos, f"{kind.name} needs {param.name}=... ({param.doc})")
-    return {**DEFAULT_ATTRS[kind.name], **attrs}, given
+    modes = {name: not ctx.trains for name in MODE_DEPENDENT[kind.name] if name not in attrs}
+    return {**DEFAULT_ATTRS[kind.name], **modes, **attrs}, given
 
 
 def _param_value(ctx: Ctx, frame: Frame, kind: LayerKind, param: Param, kw: ast.KwArg) -> AttrValue:
