@@ -1,0 +1,125 @@
+"""Converters of activations, ``Softmax`` and the arithmetic ops.
+
+* ``Relu``, ``Sigmoid``, ``Tanh`` and ``Gelu`` (exact, erf-based; ``approximate="tanh"``
+  has no ``graph`` op) map one to one; ``Clip(min=0)`` without an upper bound is a ReLU.
+* ``Softmax`` normalises one axis (opset >= 13); before opset 13 it normalised the
+  flattened trailing axes, which is the same only when ``axis`` is the last one.
+* ``Add`` and ``Mul`` of two activations are ``graph.add`` / ``graph.mul``; a constant
+  operand becomes a ``graph.weight`` (named after the ONNX tensor) that the op reads,
+  placed second (both ops are commutative). The scheduler counts such a weight as weight
+  bytes of the layer and code generation loads it like any weight.
+* ``Sub(x, c)`` is ``x + (-c)`` (weight ``<c>.neg``); ``Sub`` with an activation on the
+  right multiplies it by a ``-1`` weight (``<y>.neg``) first, which is exact.
+* ``Div(x, c)`` is ``x * (1 / c)`` (weight ``<c>.reciprocal``; within one rounding of the
+  quotient). Dividing by an activation has no ``graph`` op.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from crane.frontend.onnx.ops_dense import fuse_linear_bias
+from crane.frontend.onnx.reader import Node
+from crane.frontend.onnx.state import GraphState, numpy_dtype, shape_of
+from crane.ir.core import Value
+
+UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh"}
+
+
+def _x(g: GraphState, node: Node) -> Value:
+    x = g.activation(node, node.input(0))
+    assert x is not None  # all-constant nodes are folded before conversion
+    return x
+
+
+def unary(g: GraphState, node: Node) -> None:
+    g.bind(node.outputs[0], g.layer(node, UNARY[node.op_type], [_x(g, node)]))
+
+
+def gelu(g: GraphState, node: Node) -> None:
+    mode = str(node.attrs.get("approximate", "none"))
+    if mode != "none":
+        raise node.error(f"approximate='{mode}': Crane's gelu is the exact (erf) form")
+    g.bind(node.outputs[0], g.layer(node, "gelu", [_x(g, node)]))
+
+
+def clip(g: GraphState, node: Node) -> None:
+    low = _bound(g, node, 1, "min")
+    high = _bound(g, node, 2, "max")
+    if low == 0.0 and (high is None or high == float("inf")):
+        g.bind(node.outputs[0], g.layer(node, "relu", [_x(g, node)]))
+        return
+    raise node.error(f"Clip(min={low}, max={high}) has no graph op; only Clip(min=0) (a ReLU) imports")
+
+
+def _bound(g: GraphState, node: Node, position: int, name: str) -> float | None:
+    if node.input(position):
+        array = g.const(node.input(position))
+        if array is None or array.size != 1:
+            raise node.error(f"the {name} bound must be a constant scalar")
+        return float(array.reshape(-1)[0])
+    value = node.attrs.get(name)
+    return None if value is None else float(value)
+
+
+def softmax(g: GraphState, node: Node) -> None:
+    x = _x(g, node)
+    rank = len(shape_of(x))
+    axis = int(node.attrs.get("axis", -1 if g.opset >= 13 else 1))
+    if not -rank <= axis < rank:
+        raise node.error(f"axis={axis} is out of range for a rank-{rank} input")
+    if g.opset < 13 and axis % rank != rank - 1:
+        raise node.error(f"before opset 13 Softmax normalises axes {axis}.. flattened; Crane imports "
+                         f"it only for the last axis (re-export at opset >= 13)")
+    g.bind(node.outputs[0], g.layer(node, "softmax", [x], attrs={"axis": axis}))
+
+
+def add(g: GraphState, node: Node) -> None:
+    a_name, b_name = _activation_first(g, node)
+    if fuse_linear_bias(g, node, a_name, b_name):
+        return
+    g.bind(node.outputs[0], g.layer(node, "add", [_x_named(g, node, a_name), g.tensor(node, b_name)]))
+
+
+def mul(g: GraphState, node: Node) -> None:
+    a_name, b_name = _activation_first(g, node)
+    g.bind(node.outputs[0], g.layer(node, "mul", [_x_named(g, node, a_name), g.tensor(node, b_name)]))
+
+
+def sub(g: GraphState, node: Node) -> None:
+    a_name, b_name = node.input(0), node.input(1)
+    b = g.const(b_name)
+    if b is not None:
+        neg = g.weight(f"{b_name}.neg", -b, node.location, node)
+        g.bind(node.outputs[0], g.layer(node, "add", [_x_named(g, node, a_name), neg]))
+        return
+    y = _negated(g, node, g.tensor(node, b_name))
+    g.bind(node.outputs[0], g.layer(node, "add", [y, g.tensor(node, a_name)]))
+
+
+def div(g: GraphState, node: Node) -> None:
+    a_name, b_name = node.input(0), node.input(1)
+    b = g.const(b_name)
+    if b is None:
+        raise node.error("division by an activation has no graph op (Crane has no reciprocal layer)")
+    x = g.tensor(node, a_name)
+    if not np.issubdtype(b.dtype, np.floating):
+        raise node.error("integer division of an activation is not supported")
+    reciprocal = (1.0 / b.astype(np.float64)).astype(b.dtype)
+    weight = g.weight(f"{b_name}.reciprocal", reciprocal, node.location, node)
+    g.bind(node.outputs[0], g.layer(node, "mul", [x, weight]))
+
+
+def _negated(g: GraphState, node: Node, value: Value) -> Value:
+    minus_one = g.weight(f"{node.outputs[0]}.neg", np.array(-1, numpy_dtype(value)), node.location, node)
+    return g.layer(node, "mul", [value, minus_one], name=f"{node.outputs[0]}.neg")
+
+
+def _activation_first(g: GraphState, node: Node) -> tuple[str, str]:
+    """The inputs of a commutative op with an activation first."""
+    a_name, b_name = node.input(0), node.input(1)
+    return (b_name, a_name) if g.is_const(a_name) else (a_name, b_name)
+
+
+def _x_named(g: GraphState, node: Node, name: str) -> Value:
+    return g.tensor(node, name)

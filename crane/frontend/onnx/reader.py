@@ -1,0 +1,177 @@
+"""Reading an ONNX model: bytes or a path to a checked ``ModelProto``, nodes to :class:`Node`.
+
+Everything a user can get wrong here (an unreadable or corrupt file, a model the ONNX
+checker rejects, a missing default-domain opset) becomes a
+:class:`crane.ir.diagnostics.DiagnosticError`; nothing else escapes. ``onnx`` is imported
+by the functions that need it, so that importing this module stays cheap.
+
+Locations: node ``i`` (0-based, in graph order) is at ``"<file>":i+1:1`` inside a name
+location ``"<node name> (<op type>)"``, e.g. ``loc("conv1 (Conv)"("resnet18.onnx":3:1))``;
+unnamed nodes are called ``<op type>_<i>``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from crane.ir.diagnostics import DiagnosticError
+from crane.ir.location import UNKNOWN, FileLineColLoc, Location, NameLoc
+
+DEFAULT_DOMAINS = frozenset({"", "ai.onnx"})
+"""The standard operator set; other domains (``com.microsoft``...) are not supported."""
+
+ELEMENT_TYPES: Mapping[int, str] = {1: "f32", 10: "f16", 16: "bf16", 3: "int8", 6: "int32", 7: "int64"}
+"""ONNX ``TensorProto`` element type -> Crane dtype (``FLOAT`` is 1, ``INT64`` is 7...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One ONNX node as the importer sees it, its attributes decoded to Python values."""
+
+    index: int
+    """Position in the graph (0-based); synthetic nodes of a recognised pattern take the
+    index of the pattern's last node."""
+    name: str
+    op_type: str
+    domain: str
+    inputs: tuple[str, ...]
+    """Input tensor names; ``""`` marks an omitted optional input."""
+    outputs: tuple[str, ...]
+    attrs: Mapping[str, Any]
+    """Ints, floats, strings, lists of them, numpy arrays (tensor attributes); subgraphs
+    stay protos."""
+    location: Location = UNKNOWN
+    proto: Any = field(default=None, compare=False, repr=False)
+    """The ``NodeProto`` (None for synthetic nodes); constant folding runs it."""
+
+    @property
+    def label(self) -> str:
+        """``node 'conv1' (Conv)`` for messages."""
+        return f"node '{self.name}' ({self.op_type})"
+
+    def input(self, position: int) -> str:
+        """The name of input ``position``, or ``""`` when it is omitted."""
+        return self.inputs[position] if position < len(self.inputs) else ""
+
+    def error(self, message: str) -> DiagnosticError:
+        """An error at this node, its message naming the node."""
+        return DiagnosticError.at(self.location, f"{self.label}: {message}")
+
+
+def file_error(filename: str, message: str) -> DiagnosticError:
+    """An error about the whole model (rendered ``error: <file>: message``)."""
+    return DiagnosticError.at(UNKNOWN, f"{filename}: {message}")
+
+
+def read_model(source: object, filename: str) -> Any:
+    """An ``onnx.ModelProto`` from bytes, a path or a ``ModelProto`` (see :func:`check_model`)."""
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    if isinstance(source, onnx.ModelProto):
+        model = source
+    else:
+        data = _bytes(source, filename)
+        try:
+            model = onnx.load_model_from_string(data)
+        except (DecodeError, ValueError, RuntimeError) as problem:
+            raise file_error(filename, f"not a readable ONNX model ({problem})") from None
+        _load_external_data(model, source, filename)
+    if not model.HasField("graph"):
+        raise file_error(filename, "not an ONNX model: it holds no graph")
+    return model
+
+
+def check_model(model: Any, filename: str) -> None:
+    """Run the ONNX checker (node attributes against their schemas, names defined before
+    use...). Graph outputs without a declared shape, which the checker rejects but
+    runtimes accept, are given an empty one on a copy first."""
+    import onnx
+
+    bare = [i for i, v in enumerate(model.graph.output)
+            if v.type.HasField("tensor_type") and not v.type.tensor_type.HasField("shape")]
+    if bare:
+        copy = onnx.ModelProto()
+        copy.CopyFrom(model)
+        for index in bare:
+            copy.graph.output[index].type.tensor_type.shape.SetInParent()
+        model = copy
+    try:
+        onnx.checker.check_model(model)
+    except (onnx.checker.ValidationError, ValueError) as problem:
+        first = str(problem).strip().splitlines()[0] if str(problem).strip() else type(problem).__name__
+        raise file_error(filename, f"invalid ONNX model: {first}") from None
+
+
+def _bytes(source: object, filename: str) -> bytes:
+    if isinstance(source, bytes | bytearray | memoryview):
+        return bytes(source)
+    if isinstance(source, str | Path):
+        try:
+            return Path(source).read_bytes()
+        except OSError as problem:
+            raise file_error(filename, f"cannot read the file: {problem.strerror or problem}") from None
+    raise TypeError(f"expected bytes, a path or an onnx.ModelProto, got {type(source).__name__}")
+
+
+def _load_external_data(model: Any, source: object, filename: str) -> None:
+    """Tensors stored beside the model (models over 2 GB) are read from its directory."""
+    import onnx.external_data_helper as external
+
+    if not any(external.uses_external_data(t) for t in model.graph.initializer):
+        return
+    base = Path(source).parent if isinstance(source, str | Path) else Path(filename).parent
+    try:
+        external.load_external_data_for_model(model, str(base))
+    except (OSError, ValueError) as problem:
+        raise file_error(filename, f"cannot read external tensor data: {problem}") from None
+
+
+def default_opset(model: Any, filename: str) -> int:
+    """The version of the standard operator set the model imports."""
+    for entry in model.opset_import:
+        if entry.domain in DEFAULT_DOMAINS:
+            return int(entry.version)
+    raise file_error(filename, "the model imports no version of the default ONNX operator set")
+
+
+def to_array(tensor: Any) -> np.ndarray:
+    """A ``TensorProto`` as a numpy array (a copy the importer may keep)."""
+    from onnx import numpy_helper
+
+    return np.array(numpy_helper.to_array(tensor))
+
+
+def _attribute(proto: Any) -> Any:
+    from onnx import helper
+
+    value = helper.get_attribute_value(proto)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if type(value).__name__ == "TensorProto":
+        return to_array(value)
+    if isinstance(value, list):
+        return [v.decode("utf-8", errors="replace") if isinstance(v, bytes) else v for v in value]
+    return value
+
+
+def node_location(filename: str, index: int, name: str, op_type: str) -> Location:
+    """Where node ``index`` is: its name and op type, its position in ``filename``."""
+    return NameLoc(f"{name} ({op_type})", FileLineColLoc(filename, index + 1, 1))
+
+
+def decode_nodes(graph: Any, filename: str) -> list[Node]:
+    """The graph's nodes in order, attributes decoded, each with its location."""
+    nodes: list[Node] = []
+    for index, proto in enumerate(graph.node):
+        name = proto.name or f"{proto.op_type}_{index}"
+        attrs = {a.name: _attribute(a) for a in proto.attribute}
+        nodes.append(Node(index, name, proto.op_type, proto.domain, tuple(proto.input),
+                          tuple(proto.output), attrs, node_location(filename, index, name, proto.op_type),
+                          proto))
+    return nodes

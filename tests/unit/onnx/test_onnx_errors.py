@@ -1,0 +1,156 @@
+"""Bad or unsupported ONNX input is a located diagnostic naming the node and operator, or
+a one-line error about the file; never a traceback."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+from onnx_testing import Graph, resnet18, tensor
+
+from crane.frontend.onnx import import_onnx, import_onnx_with_weights
+from crane.ir.diagnostics import DiagnosticError, render
+from crane.ir.printer import print_op
+
+
+def _error(source: object, **options: object) -> str:
+    with pytest.raises(DiagnosticError) as caught:
+        import_onnx(source, filename="m.onnx", **options)  # type: ignore[arg-type]
+    assert len(caught.value.diagnostics) == 1
+    return render(caught.value.diagnostics[0])
+
+
+def _model(build: Callable[[Graph, str], str], shape: list[int | str] | None = None, opset: int = 17) -> onnx.ModelProto:
+    g = Graph("bad", opset=opset)
+    build(g, "x")
+    g.nodes[-1].output[0] = "y"
+    return g.model([tensor("x", [2, 4, 6, 6] if shape is None else shape)], [tensor("y", None)])
+
+
+def test_unsupported_operator_names_the_node_and_op_type() -> None:
+    model = _model(lambda g, x: g.op("LeakyRelu", [g.op("Relu", [x], name="first")], name="act"))
+    assert _error(model) == ("m.onnx:2:1: error: node 'act' (LeakyRelu): unsupported ONNX operator "
+                             "'LeakyRelu' (see docs/onnx.md for the operators Crane imports)")
+
+
+def test_operator_of_another_domain() -> None:
+    g = Graph("bad")
+    g.nodes.append(helper.make_node("FusedGemm", ["x"], ["y"], domain="com.microsoft", name="fused"))
+    model = g.model([tensor("x", [2, 3])], [tensor("y", None)])
+    model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    assert "node 'fused' (FusedGemm): operator 'FusedGemm' of domain 'com.microsoft' is not supported" in _error(model)
+
+
+def test_unnamed_nodes_are_called_after_their_position() -> None:
+    g = Graph("bad")
+    g.nodes.append(helper.make_node("Relu", ["x"], ["r"]))
+    g.nodes.append(helper.make_node("Round", ["r"], ["y"]))
+    model = g.model([tensor("x", [2, 3])], [tensor("y", None)])
+    assert _error(model).startswith("m.onnx:2:1: error: node 'Round_1' (Round): unsupported ONNX operator")
+
+
+@pytest.mark.parametrize("data", [b"\x08\x07\x12\xff\xff\xff", b"this is not a model", b""])
+def test_corrupt_or_empty_bytes(data: bytes) -> None:
+    message = _error(data)
+    assert message.startswith("error: m.onnx: ")
+    assert "not a readable ONNX model" in message or "holds no graph" in message
+
+
+def test_truncated_file(tmp_path: object) -> None:
+    data = resnet18(32).SerializeToString()
+    assert "not a readable ONNX model" in _error(data[: len(data) // 3])
+
+
+def test_missing_file() -> None:
+    assert _error("/nonexistent/model.onnx") == "error: m.onnx: cannot read the file: No such file or directory"
+
+
+def test_missing_shape_information() -> None:
+    g = Graph("bad")
+    g.op("Relu", ["x"], name="y")
+    model = g.model([helper.make_tensor_value_info("x", TensorProto.FLOAT, None)], [tensor("y", None)])
+    assert _error(model) == ("error: m.onnx: graph input 'x' has no shape information; Crane needs the "
+                             "rank and every dimension (export the model with input shapes)")
+
+
+def test_symbolic_dimensions() -> None:
+    model = _model(lambda g, x: g.op("Relu", [x]), shape=["N", 4, "H", 6])
+    assert "dimension 2 of graph input 'x' is symbolic ('H'); give its size with --onnx-dim H=N" in _error(model)
+    module = import_onnx(model, batch=3, dims={"H": 5})
+    assert "%x: tensor<3x4x5x6xf32>" in print_op(module)
+    assert "fixed batch dimension 2; it cannot be imported with batch 8" in _error(_model(
+        lambda g, x: g.op("Relu", [x])), batch=8)
+    assert "the batch size must be positive" in _error(model, batch=0, dims={"H": 5})
+
+
+def test_unknown_machine() -> None:
+    message = _error(_model(lambda g, x: g.op("Relu", [x])), machine="tpu")
+    assert message == "error: m.onnx: unknown machine 'tpu' (built in: edge, cloud, mbs, gpu11)"
+
+
+def test_invalid_model_is_reported_by_the_checker() -> None:
+    model = _model(lambda g, x: g.op("Relu", [x]))
+    model.graph.node[0].input[0] = "nowhere"
+    assert _error(model).startswith("error: m.onnx: invalid ONNX model: ")
+
+
+def test_declared_output_shape_is_checked() -> None:
+    g = Graph("bad")
+    g.op("Relu", ["x"], name="y")
+    model = g.model([tensor("x", [2, 3])], [tensor("y", [2, 4])])
+    assert _error(model) == "error: m.onnx: graph output 'y' is declared with shape [2, 4] but computes to [2, 3]"
+
+
+def _bn(g: Graph, x: str, **attrs: object) -> str:
+    stats = [g.init(g.fresh("s"), np.ones(4, np.float32)) for _ in range(4)]
+    return g.op("BatchNormalization", [x, *stats], name="bn", **attrs)
+
+
+SEMANTIC: dict[str, tuple[Callable[[Graph, str], str], int, str]] = {
+    "training batchnorm": (lambda g, x: _bn(g, x, training_mode=1), 17,
+                           "node 'bn' (BatchNormalization): training_mode=1 (batch statistics)"),
+    "tanh gelu": (lambda g, x: g.op("Gelu", [x], name="gelu", approximate="tanh"), 20,
+                  "node 'gelu' (Gelu): approximate='tanh': Crane's gelu is the exact (erf) form"),
+    "division by an activation": (lambda g, x: g.op("Div", [x, g.op("Relu", [x])], name="div"), 17,
+                                  "node 'div' (Div): division by an activation has no graph op"),
+    "activation kernel": (lambda g, x: g.op("Conv", [x, g.op("Relu", [x])], name="conv"), 17,
+                          "node 'conv' (Conv): the kernel ('relu_1') must be a constant"),
+    "relu6": (lambda g, x: g.op("Clip", [x, g.const(0.0), g.const(6.0)], name="clip"), 17,
+              "node 'clip' (Clip): Clip(min=0.0, max=6.0) has no graph op"),
+    "strided slice": (lambda g, x: g.op("Slice", [x, g.const([0], np.int64), g.const([4], np.int64),
+                                                  g.const([2], np.int64), g.const([2], np.int64)], name="cut"), 17,
+                      "node 'cut' (Slice): steps=[2]: Crane's slice takes unit steps only"),
+    "layernorm over two axes": (lambda g, x: g.op("LayerNormalization", [x, g.init("s", np.ones((6, 6), np.float32))],
+                                                  name="ln", axis=-2), 17,
+                                "normalises from axis -2 of a rank-4 input"),
+    "shape mismatch": (lambda g, x: g.op("Add", [x, g.init("c", np.ones(5, np.float32))], name="add"), 17,
+                       "node 'add' (Add): add cannot broadcast [2, 4, 6, 6] with [5]"),
+    "used argmax": (lambda g, x: g.op("Relu", [g.op("MaxPool", [x], name="pool", outputs=2, kernel_shape=[2, 2])
+                                              .replace(":0", ":1")]), 17,
+                    "node 'pool' (MaxPool): output 'pool:1' (the argmax indices) is used"),
+}
+
+
+@pytest.mark.parametrize("case", list(SEMANTIC))
+def test_what_has_no_exact_graph_form_is_a_located_error(case: str) -> None:
+    build, opset, expected = SEMANTIC[case]
+    message = _error(_model(build, opset=opset))
+    assert message.startswith("m.onnx:") and expected in message, message
+
+
+def test_a_recognised_pattern_is_reported_under_its_nodes() -> None:
+    def build(g: Graph, x: str) -> str:
+        d = g.op("Sub", [x, g.op("ReduceMean", [x], name="mean", axes=[1])], name="sub")
+        var = g.op("ReduceMean", [g.op("Mul", [d, d], name="sq")], name="var", axes=[1])
+        return g.op("Div", [d, g.op("Sqrt", [g.op("Add", [var, g.const(1e-6)], name="eps")], name="root")], name="div")
+    message = _error(_model(build))
+    assert message.startswith("m.onnx:1:1: error: node 'mean..div' (LayerNormalization): normalises from axis 1 "
+                              "of a rank-4 input; Crane's layernorm normalises the last axis only"), message
+
+
+def test_weights_are_returned_for_the_interpreter() -> None:
+    imported = import_onnx_with_weights(_model(lambda g, x: g.op("Mul", [x, g.init("k", np.full(6, 2, np.float32))])))
+    assert list(imported.weights) == ["k"] and imported.weights["k"].dtype == np.float32
