@@ -162,6 +162,44 @@ def storage(plan: Plan, state: int) -> tuple[float, float]:
     return sram, dram
 
 
+@dataclass(frozen=True, slots=True)
+class StateCost:
+    """Latency, energy, traffic and compute time of one state of a plan."""
+
+    latency_cycles: float
+    """max(compute, NoC time, DRAM time): the three overlap."""
+    energy_pj: float
+    traffic: Traffic
+    compute_cycles: float
+
+
+def state_cost(plan: Plan, state: int, machine: Machine, backward: bool = False) -> StateCost:
+    """The cost of one state of ``plan`` (zero for a state without sub-batches)."""
+    if plan.workloads[state] == 0:
+        return StateCost(0.0, 0.0, Traffic(), 0.0)
+    opts = state_options(plan.block, state, plan.subbatch, machine, backward)
+    inner = _state_traffic(plan, state, opts[0], machine)
+    step, comp = inner, 0.0
+    energy = traffic_energy(inner, machine)
+    for opt, count in zip(opts, plan.mix[state], strict=True):
+        comp += count * opt.cycles
+        # opt.energy_pj already prices the re-streamed weights in opt.traffic.
+        energy += count * opt.energy_pj
+        step = step + opt.traffic.scaled(count)
+        if count:
+            step = step + opt.weight_load
+            energy += traffic_energy(opt.weight_load, machine)
+    latency = max(comp, noc_cycles(step.noc_byte_hops, machine.tiles, machine),
+                  dram_cycles(step.dram_bytes, machine))
+    return StateCost(latency, energy, step, comp)
+
+
+def state_latencies(plan: Plan, machine: Machine, backward: bool = False) -> tuple[float, ...]:
+    """Latency of every state of ``plan`` in cycles; they add up to ``evaluate``'s."""
+    return tuple(state_cost(plan, i, machine, backward).latency_cycles
+                 for i in range(num_states(plan.block.n)))
+
+
 def evaluate(plan: Plan, machine: Machine, sram_reserved: float = 0.0,
              backward: bool = False) -> BlockCost:
     """Latency, energy, traffic and peak storage of a plan (see the module docstring)."""
@@ -170,22 +208,11 @@ def evaluate(plan: Plan, machine: Machine, sram_reserved: float = 0.0,
     for i in range(num_states(plan.block.n)):
         if plan.workloads[i] == 0:
             continue
-        opts = state_options(plan.block, i, plan.subbatch, machine, backward)
-        inner = _state_traffic(plan, i, opts[0], machine)
-        step, comp = inner, 0.0
-        energy += traffic_energy(inner, machine)
-        for opt, count in zip(opts, plan.mix[i], strict=True):
-            comp += count * opt.cycles
-            # opt.energy_pj already prices the re-streamed weights in opt.traffic.
-            energy += count * opt.energy_pj
-            step = step + opt.traffic.scaled(count)
-            if count:
-                step = step + opt.weight_load
-                energy += traffic_energy(opt.weight_load, machine)
-        latency += max(comp, noc_cycles(step.noc_byte_hops, machine.tiles, machine),
-                       dram_cycles(step.dram_bytes, machine))
-        traffic = traffic + step
-        compute += comp
+        cost = state_cost(plan, i, machine, backward)
+        latency += cost.latency_cycles
+        energy += cost.energy_pj
+        traffic = traffic + cost.traffic
+        compute += cost.compute_cycles
         sram, dram = storage(plan, i)
         peak_s, peak_d = max(peak_s, sram), max(peak_d, dram)
     feasible = peak_s <= activation_capacity(machine, sram_reserved)
