@@ -2,13 +2,17 @@
 
 Frontends are chosen by file suffix and imported only when such a file is read. Each is a
 ``module:function`` taking ``(text, filename, context)`` and returning a module, and
-raising :class:`crane.ir.diagnostics.DiagnosticError` for mistakes in the input.
+raising :class:`crane.ir.diagnostics.DiagnosticError` for mistakes in the input. Formats in
+:data:`BINARY_FORMATS` get the file's bytes instead of its text; a frontend that takes
+options (``--onnx-batch``...) gets them as a fourth argument when some are given.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 from crane.dialects.builtin import ModuleOp, as_module
 from crane.ir.context import Context
@@ -16,14 +20,19 @@ from crane.ir.diagnostics import DiagnosticError
 from crane.ir.lexer import SourceText
 from crane.ir.parser import ParseError, parse_ops
 
-Translator = Callable[[str, str, Context], ModuleOp]
+Translator = Callable[..., ModuleOp]
+"""``(text, filename, context)`` or ``(text, filename, context, options)`` -> module."""
 
 FRONTENDS: dict[str, str] = {
     "crn": "crane.frontend.translate:crn_to_module",
+    "onnx": "crane.frontend.onnx.translate:onnx_to_module",
 }
 """Input format name -> ``module:function``."""
 
-SUFFIXES: dict[str, str] = {".crn": "crn", ".mlir": "ir", ".cir": "ir"}
+SUFFIXES: dict[str, str] = {".crn": "crn", ".mlir": "ir", ".cir": "ir", ".onnx": "onnx"}
+
+BINARY_FORMATS = frozenset({"onnx"})
+"""Formats read as bytes (``read_source`` returns ``bytes`` for them)."""
 
 
 def input_format(filename: str, requested: str | None) -> str:
@@ -45,13 +54,40 @@ def parse_ir(text: str, filename: str, context: Context) -> ModuleOp:
     return as_module(ops, SourceText(filename, "").location(0))
 
 
-def translate(fmt: str, text: str, filename: str, context: Context) -> ModuleOp:
+def read_source(path: str, fmt: str) -> str | bytes:
+    """The contents of ``path`` (``-``: standard input) as the format ``fmt`` reads them.
+
+    Raises OSError or UnicodeDecodeError; the tools turn them into usage errors."""
+    binary = fmt in BINARY_FORMATS
+    if path == "-":
+        return sys.stdin.buffer.read() if binary else sys.stdin.read()
+    return Path(path).read_bytes() if binary else Path(path).read_text(encoding="utf-8")
+
+
+def parse_dims(specs: Sequence[str]) -> dict[str, int]:
+    """``NAME=SIZE`` pairs (``--onnx-dim``) as a dict; ValueError says which one is bad."""
+    dims: dict[str, int] = {}
+    for spec in specs:
+        name, _, size = spec.partition("=")
+        if not name or not size.isdigit() or int(size) <= 0:
+            raise ValueError(f"--onnx-dim expects NAME=SIZE with a positive size, got '{spec}'")
+        dims[name] = int(size)
+    return dims
+
+
+def translate(fmt: str, text: str | bytes, filename: str, context: Context,
+              options: Mapping[str, object] | None = None) -> ModuleOp:
     """The module for ``text`` in format ``fmt`` (``ir`` or a frontend's name)."""
+    if isinstance(text, bytes) and fmt not in BINARY_FORMATS:
+        text = text.decode("utf-8")
     if fmt == "ir":
+        assert isinstance(text, str)
         return parse_ir(text, filename, context)
     target = FRONTENDS.get(fmt)
     if target is None:
         raise ValueError(f"unknown input format '{fmt}' (known: ir, {', '.join(FRONTENDS)})")
     module, _, function = target.partition(":")
     translator: Translator = getattr(importlib.import_module(module), function)
+    if options:
+        return translator(text, filename, context, options)
     return translator(text, filename, context)

@@ -1,4 +1,4 @@
-"""``crane-opt``: read IR (or a ``.crn`` model), run a pass pipeline, print the result.
+"""``crane-opt``: read IR (or a ``.crn`` or ONNX model), run a pass pipeline, print the result.
 
 Exit status: 0 success, 1 diagnostics (errors in the input or from passes, or a
 ``--verify-diagnostics`` mismatch), 2 usage errors (bad flags, unknown passes, bad
@@ -30,7 +30,7 @@ def build_arg_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="crane-opt",
-        description="Run Crane passes over IR or a .crn model and print the result.",
+        description="Run Crane passes over IR, a .crn model or an ONNX model and print the result.",
         epilog="Exit status: 0 ok, 1 diagnostics, 2 usage error, 3 internal error.",
     )
     add = parser.add_argument
@@ -58,13 +58,28 @@ def build_arg_parser() -> argparse.ArgumentParser:
         help="check diagnostics against expected-error/warning/note/remark annotations")
     add("--print-op-generic", action="store_true", help="print every op in the generic form")
     add("--print-debuginfo", action="store_true", help="print op locations")
+    add("--color", choices=("auto", "always", "never"), default="auto", metavar="WHEN",
+        help="highlight the IR printed to stdout and colour diagnostics on stderr: auto "
+             "(default: on a terminal, unless NO_COLOR is set), always, never")
     add("--allow-unregistered-dialect", action="store_true",
         help="accept ops of unknown dialects (generic form only)")
-    add("--input-format", choices=("ir", "crn"), help="override the format guessed from the suffix")
+    add("--input-format", choices=("ir", "crn", "onnx"), help="override the format guessed from the suffix")
+    add("--onnx-batch", type=int, metavar="N", help="ONNX input: size of a symbolic batch dimension (default 1)")
+    add("--onnx-dim", action="append", default=[], metavar="NAME=SIZE",
+        help="ONNX input: size of a named symbolic dimension (repeatable)")
+    add("--onnx-weights", metavar="FILE.npz", help="ONNX input: write the weights here (for --weights of crane-run/sim)")
+    add("--machine", metavar="NAME", help="ONNX input: target this built-in machine (edge, cloud, mbs, gpu11)")
     add("--load-pass-plugin", action="append", default=[], metavar="FILE.py",
         help="load passes and dialects from a Python file (repeatable)")
     add("--cost-report", metavar="FILE",
         help="write the schedule's cost (from the segment pass) as JSON; '-' prints a table to stderr")
+    add("--emit", default="ir", metavar="KIND",
+        choices=("ir", "gantt", "mesh", "graph", "segment-graph"),
+        help="what to write after the pipeline: ir (default), or a picture: gantt (schedule "
+             "over time on the tiles), mesh (SRAM per tile, NoC bytes per link), graph or "
+             "segment-graph (Graphviz views); see docs/pictures.md")
+    add("--emit-format", choices=("png", "svg", "dot"),
+        help="format of the --emit picture (default: from the -o suffix)")
     add("--crash-reproducer", metavar="FILE",
         help="on an internal error, write the input and pipeline here")
     add("--debug", action="store_true", help="show Python tracebacks for internal errors")

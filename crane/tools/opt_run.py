@@ -11,6 +11,7 @@ from pathlib import Path
 
 from crane.dialects import default_context
 from crane.dialects.builtin import ModuleOp
+from crane.highlight import color_diagnostics, colorize, use_color
 from crane.ir.diagnostics import DiagnosticEngine, render
 from crane.passes.manager import format_statistics, format_timing
 from crane.passes.pipeline import OpPipeline, build_pipeline, format_built
@@ -23,11 +24,12 @@ from crane.passes.plugins import (
 )
 from crane.passes.registry import PassRegistry
 from crane.tools.expected_diagnostics import verify_diagnostics
-from crane.tools.inputs import input_format
+from crane.tools.inputs import input_format, parse_dims, read_source
 from crane.tools.ir_printing import IRPrinting, IRPrintingOptions
 from crane.tools.list_passes import format_pass_list
 from crane.tools.opt import EXIT_DIAGNOSTICS, EXIT_OK, EXIT_USAGE
 from crane.tools.opt_session import ChunkResult, OptSession, emitted_for_checking
+from crane.tools.pictures import PictureRequest, emit_picture, picture_request
 from crane.tools.split_input import join_outputs, split_input
 
 
@@ -45,6 +47,7 @@ class Invocation:
         self.registry = PassRegistry.with_in_tree_passes()
         self.registrar = PluginRegistrar(self.registry, self.context)
         self._entry_points_loaded = False
+        self.picture: PictureRequest | None = None
         self.context.on_unknown_dialect = self._load_entry_points
 
     # ----- setup
@@ -67,11 +70,15 @@ class Invocation:
         try:
             return self._run()
         except UsageError as exc:
-            print(f"crane-opt: error: {exc}", file=sys.stderr)
+            self._print_error(f"crane-opt: error: {exc}")
             return EXIT_USAGE
         except PluginError as exc:
-            print(f"crane-opt: error: {exc}", file=sys.stderr)
+            self._print_error(f"crane-opt: error: {exc}")
             return EXIT_USAGE
+
+    def _print_error(self, text: str) -> None:
+        """Diagnostics to stderr, coloured on a terminal (``--color``)."""
+        print(color_diagnostics(text) if use_color(self.args.color, sys.stderr) else text, file=sys.stderr)
 
     def _run(self) -> int:
         for plugin in self.args.load_pass_plugin:
@@ -85,20 +92,25 @@ class Invocation:
             try:
                 pipeline = self._build_pipeline(self.args.pipeline)
             except PipelineSyntaxError as exc:
-                print(exc.render(self.args.pipeline, "<pass-pipeline>"), file=sys.stderr)
+                self._print_error(exc.render(self.args.pipeline, "<pass-pipeline>"))
                 return EXIT_USAGE
             if self.args.dump_pass_pipeline:
                 print(format_built(pipeline), file=sys.stderr)
+        try:
+            self.picture = picture_request(self.args)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
         return self._process(pipeline)
 
     # ----- processing
 
-    def _read_input(self) -> tuple[str, str]:
+    def _read_input(self) -> tuple[str | bytes, str]:
         name = self.args.input
+        fmt = input_format("<stdin>" if name == "-" else name, self.args.input_format)
         if name == "-":
-            return sys.stdin.read(), "<stdin>"
+            return read_source(name, fmt), "<stdin>"
         try:
-            return Path(name).read_text(encoding="utf-8"), name
+            return read_source(name, fmt), name
         except FileNotFoundError as exc:
             raise UsageError(f"cannot open input file '{name}': no such file") from exc
         except (OSError, UnicodeDecodeError) as exc:
@@ -117,14 +129,39 @@ class Invocation:
             debuginfo=args.print_debuginfo,
             input_format=input_format(filename, args.input_format),
             instrumentations=[IRPrinting(printing)] if printing.active else [],
+            frontend_options=self._frontend_options(input_format(filename, args.input_format)),
         )
+
+    def _frontend_options(self, fmt: str) -> dict[str, object]:
+        """``--onnx-*`` and ``--machine``, for the ONNX frontend only."""
+        args = self.args
+        try:
+            dims = parse_dims(args.onnx_dim)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        if args.onnx_batch is not None and args.onnx_batch <= 0:
+            raise UsageError(f"--onnx-batch must be positive, got {args.onnx_batch}")
+        given = {"batch": args.onnx_batch, "dims": dims or None, "machine": args.machine,
+                 "weights": args.onnx_weights}
+        options = {key: value for key, value in given.items() if value is not None}
+        if options and fmt != "onnx":
+            flag = {"batch": "--onnx-batch", "dims": "--onnx-dim", "machine": "--machine",
+                    "weights": "--onnx-weights"}[next(iter(options))]
+            raise UsageError(f"{flag} applies to ONNX input only")
+        return options
 
     def _process(self, pipeline: OpPipeline | None) -> int:
         text, filename = self._read_input()
-        self.input_text = text
         session = self._session(pipeline, filename)
-        chunks = split_input(text) if self.args.split_input_file else None
-        pieces = [(c.padded_text(), c.first_line, c.text) for c in chunks] if chunks else [(text, 1, text)]
+        if isinstance(text, bytes):
+            if self.args.split_input_file:
+                raise UsageError("--split-input-file does not apply to binary (ONNX) input")
+            pieces: list[tuple[str | bytes, int, str]] = [(text, 1, "")]
+            chunks = None
+        else:
+            self.input_text = text
+            chunks = split_input(text) if self.args.split_input_file else None
+            pieces = [(c.padded_text(), c.first_line, c.text) for c in chunks] if chunks else [(text, 1, text)]
         outputs: list[str] = []
         failed = False
         for padded, first_line, raw in pieces:
@@ -137,6 +174,8 @@ class Invocation:
             return EXIT_DIAGNOSTICS
         if self.args.cost_report is not None and not self._cost_report(session.last_module):
             return EXIT_DIAGNOSTICS
+        if self.picture is not None:
+            return emit_picture(session.last_module, self.picture)
         self._write_output(join_outputs(outputs) if chunks else "".join(outputs))
         return EXIT_OK
 
@@ -166,7 +205,7 @@ class Invocation:
                 print(failure, file=sys.stderr)
             return bool(failures)
         for diag in result.diagnostics:
-            print(render(diag, engine.sources), file=sys.stderr)
+            self._print_error(render(diag, engine.sources))
         return result.output is None
 
     def _report_pass_info(self, session: OptSession, result: ChunkResult) -> None:
@@ -178,7 +217,7 @@ class Invocation:
     def _write_output(self, text: str) -> None:
         target = self.args.output
         if target is None or target == "-":
-            sys.stdout.write(text)
+            sys.stdout.write(colorize(text, "ir") if use_color(self.args.color, sys.stdout) else text)
             return
         self._write_atomically(target, text)
 

@@ -7,6 +7,7 @@ escape as exceptions (the command line turns those into a one-line internal erro
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from crane.dialects.builtin import ModuleOp
@@ -42,15 +43,17 @@ class OptSession:
     debuginfo: bool = False
     input_format: str = "ir"
     instrumentations: list[Instrumentation] = field(default_factory=list)
+    frontend_options: Mapping[str, object] = field(default_factory=dict)
+    """Options of the input's frontend (``--onnx-batch``...), passed to it when given."""
     managers: list[PassManager] = field(default_factory=list)
     last_module: ModuleOp | None = None
     """The module of the last chunk that succeeded."""
 
-    def run_chunk(self, text: str, filename: str) -> ChunkResult:
+    def run_chunk(self, text: str | bytes, filename: str) -> ChunkResult:
         engine = DiagnosticEngine()
-        engine.sources.add(filename, text)
+        engine.sources.add(filename, text if isinstance(text, str) else "")
         try:
-            module = translate(self.input_format, text, filename, self.context)
+            module = translate(self.input_format, text, filename, self.context, self.frontend_options)
         except DiagnosticError as exc:
             for diag in exc.diagnostics:
                 engine.emit(diag)

@@ -3,10 +3,13 @@
     crane-run model.crn                        # forward pass on seeded random inputs
     crane-run model.crn --train --save out/    # one training step, outputs as .npy
     crane-run model.crn --input image=x.npy --dtype f32 --seed 3
+    crane-run model.onnx --onnx-batch 2        # an ONNX model with its own weights
 
-The input is a ``.crn`` file or ``graph`` IR text (as for ``crane-opt``). ``--train``
-expands the function with the ``autodiff`` library first (the file's training section,
-overridden by ``--optimizer`` / ``--lr``) unless it already is a training step. Every
+The input is a ``.crn`` file, an ONNX model (run with its initializers) or ``graph`` IR
+text (as for ``crane-opt``); ``--weights`` reads ``DIR/<name>.npy`` files or one ``.npz``
+archive (``crane-opt model.onnx --onnx-weights w.npz`` writes one). ``--train`` expands
+the function with the ``autodiff`` library first (the file's training section, overridden
+by ``--optimizer`` / ``--lr``) unless it already is a training step. Every
 output is summarised as ``name shape mean std first-values``; ``--save DIR`` writes
 ``DIR/<name>.npy``. Mistakes are reported with their location or as one line; the exit
 status is 1 for errors in the input or the run, 2 for bad command-line usage.
@@ -34,7 +37,7 @@ from crane.exec.interpreter import InterpreterError, run_function
 from crane.ir.core import Operation, VerifyError
 from crane.ir.diagnostics import Diagnostic, DiagnosticError, Severity, SourceManager, render
 from crane.ir.verifier import verify
-from crane.tools.inputs import input_format, translate
+from crane.tools.inputs import input_format, parse_dims, read_source, translate
 
 
 class UsageError(Exception):
@@ -44,15 +47,20 @@ class UsageError(Exception):
 def build_parser() -> argparse.ArgumentParser:
     """The ``crane-run`` command line."""
     parser = argparse.ArgumentParser(prog="crane-run", description="run a graph function on numpy arrays")
-    parser.add_argument("input", help=".crn or IR file ('-' reads standard input)")
-    parser.add_argument("--input-format", choices=("ir", "crn"), default=None,
+    parser.add_argument("input", help=".crn, .onnx or IR file ('-' reads standard input)")
+    parser.add_argument("--input-format", choices=("ir", "crn", "onnx"), default=None,
                         help="override the format guessed from the suffix (stdin defaults to IR)")
+    parser.add_argument("--onnx-batch", type=int, default=None, metavar="N",
+                        help="ONNX input: size of a symbolic batch dimension (default 1)")
+    parser.add_argument("--onnx-dim", action="append", default=[], metavar="NAME=SIZE",
+                        help="ONNX input: size of a named symbolic dimension (repeatable)")
     parser.add_argument("--func", default=None, help="function to run (default: the first graph.func)")
     parser.add_argument("--dtype", choices=("f32", "f64"), default="f32", help="float type (default f32)")
     parser.add_argument("--seed", type=int, default=0, help="seed for random inputs, weights and dropout")
     parser.add_argument("--input", dest="inputs", action="append", default=[], metavar="NAME=FILE.npy",
                         help="give an input (repeatable)")
-    parser.add_argument("--weights", default=None, metavar="DIR", help="read weights as DIR/<name>.npy where present")
+    parser.add_argument("--weights", default=None, metavar="DIR|FILE.npz",
+                        help="read weights as DIR/<name>.npy, or from a .npz archive, where present")
     parser.add_argument("--train", action="store_true", help="run one training step")
     parser.add_argument("--optimizer", default="", help="override the training optimizer (sgd, momentum, adam)")
     parser.add_argument("--lr", type=float, default=None, help="override the learning rate")
@@ -82,9 +90,38 @@ def _weights(directory: str | None) -> dict[str, np.ndarray]:
     if directory is None:
         return {}
     root = Path(directory)
+    if root.suffix == ".npz" and root.is_file():
+        return _load_npz(directory)
     if not root.is_dir():
-        raise UsageError(f"--weights: '{directory}' is not a directory")
+        raise UsageError(f"--weights: '{directory}' is neither a directory nor a .npz file")
     return {p.name[: -len(".npy")]: _load_npy(str(p), "weight") for p in sorted(root.glob("*.npy"))}
+
+
+def _load_npz(path: str) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            return {name: np.asarray(archive[name]) for name in archive.files}
+    except (OSError, ValueError, EOFError) as problem:
+        raise UsageError(f"cannot read weights '{path}': {problem}") from None
+
+
+def _onnx(args: argparse.Namespace) -> tuple[Operation, dict[str, np.ndarray]]:
+    """The module of an ONNX input and the model's weights."""
+    from crane.frontend.onnx import import_onnx_with_weights
+
+    name = "<stdin>" if args.input == "-" else args.input
+    try:
+        dims = parse_dims(args.onnx_dim)
+    except ValueError as problem:
+        raise UsageError(str(problem)) from None
+    if args.onnx_batch is not None and args.onnx_batch <= 0:
+        raise UsageError(f"--onnx-batch must be positive, got {args.onnx_batch}")
+    try:
+        data = read_source(args.input, "onnx")
+    except OSError as problem:
+        raise UsageError(f"cannot read input file '{name}': {problem.strerror or problem}") from None
+    imported = import_onnx_with_weights(data, batch=args.onnx_batch, dims=dims, filename=name)
+    return imported.module, imported.weights
 
 
 def _pick_function(module: Operation, name: str | None) -> FuncOp:
@@ -145,14 +182,20 @@ def _read_input(path: str) -> tuple[str, str]:
 
 def run(args: argparse.Namespace, sources: SourceManager) -> int:
     """Run the command; returns the exit status (raises for located and usage errors)."""
-    text, filename = _read_input(args.input)
-    sources.add(filename, text)
-    module = translate(input_format(filename, args.input_format), text, filename, default_context())
+    fmt = input_format("<stdin>" if args.input == "-" else args.input, args.input_format)
+    model_weights: dict[str, np.ndarray] = {}
+    if fmt == "onnx":
+        module, model_weights = _onnx(args)
+    else:
+        text, filename = _read_input(args.input)
+        sources.add(filename, text)
+        module = translate(fmt, text, filename, default_context())
     _verify(module)
     func = _pick_function(module, args.func)
     if args.train:
         _train(func, args)
-    outputs = run_function(func, _inputs(args.inputs), weights=_weights(args.weights), dtype=args.dtype, seed=args.seed)
+    weights = {**model_weights, **_weights(args.weights)}
+    outputs = run_function(func, _inputs(args.inputs), weights=weights, dtype=args.dtype, seed=args.seed)
     if args.save is not None:
         _save(outputs, args.save)
     for name, array in outputs.items():

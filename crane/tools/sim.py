@@ -46,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--func", default=None, help="graph.func to check against (default: the scheduled one)")
     parser.add_argument("--input", dest="inputs", action="append", default=[], metavar="NAME=FILE.npy",
                         help="give an input (repeatable)")
-    parser.add_argument("--weights", default=None, metavar="DIR", help="read weights as DIR/<name>.npy where present")
+    parser.add_argument("--weights", default=None, metavar="DIR|FILE.npz",
+                        help="read weights as DIR/<name>.npy, or from a .npz archive, where present")
     parser.add_argument("--show", type=int, default=4, help="how many leading values to print (default 4)")
     add_timing_arguments(parser)
     return parser
