@@ -13,12 +13,12 @@ n-th panel (``<use>`` elements, one per marker), for tools and tests that read t
 from __future__ import annotations
 
 import io
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from crane.atomic import write_atomically
 
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
 
@@ -93,7 +93,7 @@ def plot_pareto(records: Sequence[Mapping[str, Any]], output: str | Path,
     drawn = [p for p in panels(records, per_sample) if p.records]
     if not drawn:
         raise ValueError("no successful point to plot")
-    _write_atomically(Path(output), _render(drawn, fmt, per_sample, title))
+    write_atomically(output, _render(drawn, fmt, per_sample, title))
     return drawn
 
 
@@ -126,19 +126,6 @@ def _render(drawn: list[Panel], fmt: str, per_sample: bool, title: str | None) -
     buffer = io.BytesIO()
     figure.savefig(buffer, format=fmt, dpi=120)
     return buffer.getvalue()
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Write beside the target and rename, so that no reader sees half a picture."""
-    fd, temp = tempfile.mkstemp(dir=path.resolve().parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(temp, path)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
 
 
 def front_table(drawn: Sequence[Panel], per_sample: bool = False,

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from crane.atomic import write_atomically
 from crane.codegen.listing import json_text, listing
 from crane.codegen.lower import lower_func, scheduled_funcs
 from crane.codegen.ownership import CodegenError
@@ -20,20 +19,6 @@ from crane.ir.core import Operation
 from crane.ir.printer import print_op
 from crane.passes.context import PassContext
 from crane.passes.pass_base import Pass
-
-
-def write_atomically(target: str, text: str) -> None:
-    """Write beside ``target`` and rename, so a failure never leaves a partial file."""
-    directory = os.path.dirname(os.path.abspath(target))
-    fd, temp = tempfile.mkstemp(dir=directory, prefix=".crane-codegen-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(temp, target)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
 
 
 @dataclass(frozen=True)

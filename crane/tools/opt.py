@@ -116,3 +116,7 @@ def _guarded(invocation: Invocation, debug: bool) -> int:
 
 def console_main() -> None:
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    console_main()

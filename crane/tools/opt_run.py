@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
+from crane.atomic import write_atomically
 from crane.dialects import default_context
 from crane.dialects.builtin import ModuleOp
 from crane.highlight import color_diagnostics, colorize, use_color
@@ -223,20 +222,10 @@ class Invocation:
 
     @staticmethod
     def _write_atomically(target: str, text: str) -> None:
-        directory = os.path.dirname(os.path.abspath(target))
-        # Write beside the target and rename, so a failure never leaves a partial file.
         try:
-            fd, temp = tempfile.mkstemp(dir=directory, prefix=".crane-opt-", suffix=".tmp")
+            write_atomically(target, text)
         except OSError as exc:
-            raise UsageError(f"cannot write '{target}': {exc.strerror}") from exc
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(temp, target)
-        except BaseException:
-            if os.path.exists(temp):
-                os.unlink(temp)
-            raise
+            raise UsageError(f"cannot write '{target}': {exc.strerror or exc}") from exc
 
     def write_crash_reproducer(self) -> None:
         """Input plus pipeline, so that the crash can be replayed (``--crash-reproducer``)."""

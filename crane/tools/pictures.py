@@ -11,11 +11,10 @@ does PNG when stdout is not a terminal.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from dataclasses import dataclass
 
+from crane.atomic import write_atomically
 from crane.dialects.builtin import ModuleOp
 from crane.tools.opt import EXIT_DIAGNOSTICS, EXIT_OK, EXIT_USAGE
 
@@ -51,27 +50,6 @@ def picture_request(args: argparse.Namespace) -> PictureRequest | None:
     return PictureRequest(kind, fmt, output)
 
 
-def write_bytes_atomically(target: str, data: bytes) -> None:
-    """Write beside ``target`` and rename, so a failure never leaves a partial file."""
-    directory = os.path.dirname(os.path.abspath(target))
-    fd, temp = tempfile.mkstemp(dir=directory, prefix=".crane-opt-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(temp, 0o666 & ~_umask())  # mkstemp makes 0600; a picture is for sharing
-        os.replace(temp, target)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def emit_picture(module: ModuleOp | None, request: PictureRequest) -> int:
     """Render and write the picture; a missing prerequisite is a one-line error (exit 1)."""
     from crane.viz.picture import render_picture
@@ -87,7 +65,7 @@ def emit_picture(module: ModuleOp | None, request: PictureRequest) -> int:
     if request.output is None:
         return _to_stdout(data, request.fmt)
     try:
-        write_bytes_atomically(request.output, data)
+        write_atomically(request.output, data)
     except OSError as exc:
         print(f"crane-opt: error: cannot write '{request.output}': {exc.strerror}",
               file=sys.stderr)

@@ -240,3 +240,7 @@ def console_main() -> None:
         sys.stderr.close()
         status = 0
     sys.exit(status)
+
+
+if __name__ == "__main__":
+    console_main()

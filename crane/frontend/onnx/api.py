@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 
+from crane.atomic import atomic_output
 from crane.dialects.builtin import ModuleOp
 from crane.frontend.onnx.importer import OnnxImport, OnnxOptions, import_model, verify_module
 from crane.frontend.onnx.reader import read_model
@@ -46,14 +45,5 @@ def import_onnx(source: object, *, machine: str | Machine | None = None, batch: 
 
 def save_weights(weights: Mapping[str, np.ndarray], path: str | Path) -> None:
     """Write ``weights`` as one ``.npz`` archive (keys are weight names), atomically."""
-    target = Path(path)
-    fd, temp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", prefix=".crane-weights-",
-                                suffix=".npz")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, **weights)  # type: ignore[arg-type]
-        os.replace(temp, target)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
+    with atomic_output(path, binary=True) as handle:
+        np.savez(handle, **weights)  # type: ignore[arg-type]
