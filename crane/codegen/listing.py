@@ -11,9 +11,10 @@ Listing, one line per instruction::
     load    b0 <- image[0, 0, 0, 0] port 1
     compute conv2d b2 <- b0, b1 {out = 8, padding = array<i64: 1, 1, 1, 1>, ...}
     send    b2 -> tile 3 tag 7
+    recv    b9[0, 0, 4, 0] 2x8x4x8 <- tile 2 tag 8
     copy    b4[0, 0, 0, 0] <- b3[0, 0, 1, 0] 2x8x4x8
     store   b2 -> y[0, 8, 0, 0] port 1
-    barrier 0 tiles 0, 1, 2, 3
+    barrier 0 tiles 0, 1, 2, 3  # conv1..conv2:state0
 
 JSON (``json.dumps`` of :func:`as_json`): ``{"machine": {"rows", "cols"}, "tensors": [{name,
 shape, dtype, role}], "programs": [{"tile", "row", "col", "instructions": [...]}]}`` where
@@ -86,8 +87,11 @@ def records(program: ProgramOp) -> Iterator[Record]:
                 record["accumulate"] = op.accumulate
             yield record
         elif isinstance(op, SendOp | RecvOp):
-            yield {"op": "send" if isinstance(op, SendOp) else "recv", "buffer": ref(op.buffer),
-                   "peer": op.peer, "tag": op.tag}
+            transfer: Record = {"op": "send" if isinstance(op, SendOp) else "recv",
+                                "buffer": ref(op.buffer), "peer": op.peer, "tag": op.tag}
+            if op.windowed:
+                transfer["offsets"], transfer["shape"] = (list(v) for v in op.window)
+            yield transfer
         elif isinstance(op, CopyOp):
             yield {"op": "copy", "dst": ref(op.dst), "src": ref(op.src),
                    "src_offsets": list(op.src_offsets), "dst_offsets": list(op.dst_offsets),
@@ -97,7 +101,10 @@ def records(program: ProgramOp) -> Iterator[Record]:
             yield {"op": "compute", "kind": op.op, "outputs": [ref(v) for v in op.outputs],
                    "inputs": [ref(v) for v in op.inputs], "attrs": str(attrs) if attrs else "{}"}
         elif isinstance(op, BarrierOp):
-            yield {"op": "barrier", "id": op.barrier_id, "tiles": list(op.tiles)}
+            barrier: Record = {"op": "barrier", "id": op.barrier_id, "tiles": list(op.tiles)}
+            if op.label:
+                barrier["label"] = op.label
+            yield barrier
 
 
 def _line(r: Record) -> str:
@@ -110,7 +117,8 @@ def _line(r: Record) -> str:
         return f"{op:<7} b{r['buffer']} {arrow} {r['tensor']}{_ints(tuple(r['offsets']))} port {r['port']}{extra}"
     if op in ("send", "recv"):
         arrow = "->" if op == "send" else "<-"
-        return f"{op:<7} b{r['buffer']} {arrow} tile {r['peer']} tag {r['tag']}"
+        window = (f"{_ints(tuple(r['offsets']))} {_dims(tuple(r['shape']))}" if "shape" in r else "")
+        return f"{op:<7} b{r['buffer']}{window} {arrow} tile {r['peer']} tag {r['tag']}"
     if op == "copy":
         return (f"copy    b{r['dst']}{_ints(tuple(r['dst_offsets']))} <- b{r['src']}"
                 f"{_ints(tuple(r['src_offsets']))} {_dims(tuple(r['shape']))}")
@@ -118,7 +126,8 @@ def _line(r: Record) -> str:
         outs = ", ".join(f"b{b}" for b in r["outputs"])
         ins = ", ".join(f"b{b}" for b in r["inputs"])
         return f"compute {r['kind']} {outs} <- {ins} {r['attrs']}".rstrip()
-    return f"barrier {r['id']} tiles {', '.join(map(str, r['tiles']))}"
+    label = f"  # {r['label']}" if r.get("label") else ""
+    return f"barrier {r['id']} tiles {', '.join(map(str, r['tiles']))}{label}"
 
 
 def listing(module: Operation) -> str:

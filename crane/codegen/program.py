@@ -50,11 +50,17 @@ class Store:
     accumulate: bool = False
 
 
+Window = tuple[tuple[int, ...], tuple[int, ...]]
+"""(offsets, shape) of a box inside a buffer."""
+
+
 @dataclass(frozen=True, slots=True)
 class Send:
     buffer: Buffer
     peer: int
     tag: int
+    window: Window | None = None
+    """The box of ``buffer`` sent (None: all of it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +68,8 @@ class Recv:
     buffer: Buffer
     peer: int
     tag: int
+    window: Window | None = None
+    """The box of ``buffer`` written (None: all of it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +97,8 @@ class Compute:
 class Barrier:
     id: int
     tiles: tuple[int, ...]
+    label: str = ""
+    """The phase the barrier ends (``<block>:state<i>``), for traces and reports."""
 
 
 Instruction = Alloc | Load | Store | Send | Recv | Copy | Compute | Barrier

@@ -70,9 +70,9 @@ def _instruction(ins: Instruction, values: dict[int, Value], data_bytes: int | N
     if isinstance(ins, Store):
         return StoreOp.build(values[ins.buffer.id], ins.tensor, ins.offsets, ins.port, ins.accumulate)
     if isinstance(ins, Send):
-        return SendOp.build(values[ins.buffer.id], ins.peer, ins.tag)
+        return SendOp.build(values[ins.buffer.id], ins.peer, ins.tag, window=ins.window)
     if isinstance(ins, Recv):
-        return RecvOp.build(values[ins.buffer.id], ins.peer, ins.tag)
+        return RecvOp.build(values[ins.buffer.id], ins.peer, ins.tag, window=ins.window)
     if isinstance(ins, Copy):
         return CopyOp.build(values[ins.dst.id], values[ins.src.id], ins.src_offsets,
                             ins.dst_offsets, ins.shape)
@@ -80,4 +80,4 @@ def _instruction(ins: Instruction, values: dict[int, Value], data_bytes: int | N
         return ComputeOp.build(ins.op, [values[b.id] for b in ins.outs],
                                [values[b.id] for b in ins.ins], dict(ins.attrs))
     assert isinstance(ins, Barrier)
-    return BarrierOp.build(ins.id, ins.tiles)
+    return BarrierOp.build(ins.id, ins.tiles, label=ins.label)

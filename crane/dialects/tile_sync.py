@@ -1,7 +1,9 @@
 """Synchronisation instructions of the ``tile`` dialect: NoC send/recv and barriers.
 
 A ``tile.send`` of tile ``a`` with ``peer = b, tag = t`` matches the ``tile.recv`` of tile ``b``
-with ``peer = a, tag = t``; both move one whole buffer and block until the match. A
+with ``peer = a, tag = t``; both block until the match. Each moves its whole buffer, or the
+window ``{offsets, shape}`` of it (a strided DMA: the sender reads a box of a larger buffer,
+the receiver writes a box of one); the two boxes must have the same shape. A
 ``tile.barrier`` lists every participating tile, its own included (see ``crane.dialects.tile``).
 """
 
@@ -13,20 +15,62 @@ from crane.dialects.tile_context import BUFFER as _BUFFER
 from crane.dialects.tile_context import TileInstruction, mesh_of
 from crane.dialects.tile_context import int_attr as _int
 from crane.dialects.tile_context import ints_attr as _ints
-from crane.ir.attributes import Attribute, DenseIntsAttr, IntAttr
+from crane.ir.attributes import Attribute, DenseIntsAttr, IntAttr, StringAttr
 from crane.ir.core import Value, VerifyError
 from crane.ir.location import UNKNOWN, Location
 from crane.ir.opspec import Attr, OpSpec
+from crane.ir.types import BufferType
+
+_WINDOW = (Attr("offsets", DenseIntsAttr, optional=True, doc="start of the window in the buffer"),
+           Attr("shape", DenseIntsAttr, optional=True, doc="the window moved (default: the buffer)"))
+
+
+def _window_attrs(window: tuple[Sequence[int], Sequence[int]] | None) -> dict[str, Attribute]:
+    if window is None:
+        return {}
+    offsets, shape = window
+    return {"offsets": DenseIntsAttr(tuple(offsets)), "shape": DenseIntsAttr(tuple(shape))}
 
 
 class _TransferOp(TileInstruction):
-    """Shared by send and recv: a whole buffer to or from a peer tile, matched by tag."""
+    """Shared by send and recv: a buffer (or a window of it) to or from a peer tile, by tag."""
 
     __slots__ = ()
 
     @property
     def buffer(self) -> Value:
         return self._operands[0]
+
+    @property
+    def buffer_shape(self) -> tuple[int, ...]:
+        btype = self._operands[0].type
+        return tuple(btype.shape) if isinstance(btype, BufferType) else ()
+
+    @property
+    def window(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """(offsets, shape) of the box moved: the whole buffer unless the op names one."""
+        shape = _ints(self, "shape")
+        if not shape:
+            full = self.buffer_shape
+            return (0,) * len(full), full
+        return _ints(self, "offsets") or (0,) * len(shape), shape
+
+    @property
+    def windowed(self) -> bool:
+        return "shape" in self.attributes
+
+    def _verify_window(self) -> None:
+        if "offsets" in self.attributes and "shape" not in self.attributes:
+            raise VerifyError("'offsets' needs a 'shape' (the window moved)")
+        if not self.windowed:
+            return
+        offsets, shape = self.window
+        bounds = self.buffer_shape
+        inside = len(offsets) == len(shape) == len(bounds) and all(
+            o >= 0 and n > 0 and o + n <= b for o, n, b in zip(offsets, shape, bounds, strict=True))
+        if not inside:
+            raise VerifyError(f"window at {list(offsets)} of shape {list(shape)} does not lie "
+                              f"inside the buffer of shape {list(bounds)}")
 
     @property
     def peer(self) -> int:
@@ -39,6 +83,7 @@ class _TransferOp(TileInstruction):
     def verify_op(self) -> None:
         if self.peer == self.own_tile:
             raise VerifyError(f"tile {self.peer} cannot transfer to itself")
+        self._verify_window()
         mesh = mesh_of(self)
         if mesh is not None:
             mesh.check_tile(self.peer, "peer")
@@ -51,13 +96,16 @@ class SendOp(_TransferOp):
     spec = OpSpec("tile.send", operands=(_BUFFER,),
                   attributes=(Attr("peer", IntAttr, doc="receiving tile"), Attr("tag", IntAttr),
                               Attr("route", DenseIntsAttr, optional=True,
-                                   doc="tiles visited from sender to receiver, inclusive")),
-                  summary="NoC send of a whole buffer")
+                                   doc="tiles visited from sender to receiver, inclusive"),
+                              *_WINDOW),
+                  summary="NoC send of a buffer or a window of it")
 
     @classmethod
     def build(cls, buffer: Value, peer: int, tag: int, route: Sequence[int] | None = None,
-              location: Location = UNKNOWN) -> SendOp:
-        attrs: dict[str, Attribute] = {"peer": IntAttr(peer), "tag": IntAttr(tag)}
+              location: Location = UNKNOWN,
+              window: tuple[Sequence[int], Sequence[int]] | None = None) -> SendOp:
+        attrs: dict[str, Attribute] = {"peer": IntAttr(peer), "tag": IntAttr(tag),
+                                       **_window_attrs(window)}
         if route is not None:
             attrs["route"] = DenseIntsAttr(tuple(route))
         op = cls.create(None, (buffer,), (), attrs, (), location)
@@ -87,12 +135,15 @@ class RecvOp(_TransferOp):
 
     __slots__ = ()
     spec = OpSpec("tile.recv", operands=(_BUFFER,),
-                  attributes=(Attr("peer", IntAttr, doc="sending tile"), Attr("tag", IntAttr)),
-                  summary="NoC receive of a whole buffer")
+                  attributes=(Attr("peer", IntAttr, doc="sending tile"), Attr("tag", IntAttr),
+                              *_WINDOW),
+                  summary="NoC receive into a buffer or a window of it")
 
     @classmethod
-    def build(cls, buffer: Value, peer: int, tag: int, location: Location = UNKNOWN) -> RecvOp:
-        attrs: dict[str, Attribute] = {"peer": IntAttr(peer), "tag": IntAttr(tag)}
+    def build(cls, buffer: Value, peer: int, tag: int, location: Location = UNKNOWN,
+              window: tuple[Sequence[int], Sequence[int]] | None = None) -> RecvOp:
+        attrs: dict[str, Attribute] = {"peer": IntAttr(peer), "tag": IntAttr(tag),
+                                       **_window_attrs(window)}
         op = cls.create(None, (buffer,), (), attrs, (), location)
         assert isinstance(op, RecvOp)
         return op
@@ -105,15 +156,25 @@ class BarrierOp(TileInstruction):
 
     __slots__ = ()
     spec = OpSpec("tile.barrier",
-                  attributes=(Attr("id", IntAttr), Attr("tiles", DenseIntsAttr, doc="participants")),
+                  attributes=(Attr("id", IntAttr), Attr("tiles", DenseIntsAttr, doc="participants"),
+                              Attr("label", StringAttr, optional=True,
+                                   doc="the phase it ends, e.g. 'conv1..conv3:state2'")),
                   summary="synchronise a group of tiles")
 
     @classmethod
-    def build(cls, id: int, tiles: Sequence[int], location: Location = UNKNOWN) -> BarrierOp:
+    def build(cls, id: int, tiles: Sequence[int], location: Location = UNKNOWN,
+              label: str = "") -> BarrierOp:
         attrs: dict[str, Attribute] = {"id": IntAttr(id), "tiles": DenseIntsAttr(tuple(tiles))}
+        if label:
+            attrs["label"] = StringAttr(label)
         op = cls.create(None, (), (), attrs, (), location)
         assert isinstance(op, BarrierOp)
         return op
+
+    @property
+    def label(self) -> str:
+        attr = self.attributes.get("label")
+        return attr.value if isinstance(attr, StringAttr) else ""
 
     @property
     def barrier_id(self) -> int:

@@ -197,16 +197,21 @@ class _Run:
             return False
         send, recv = (op, match) if isinstance(op, SendOp) else (match, op)
         src, dst = (state, other) if isinstance(op, SendOp) else (other, state)
-        if send.buffer.type != recv.buffer.type:
-            raise fail(recv, f"receives {recv.buffer.type} but tile {src.program.tile} sends "
-                             f"{send.buffer.type} (tag {op.tag})", ("the send is here", send))
+        (s_at, s_shape), (r_at, r_shape) = send.window, recv.window
+        if s_shape != r_shape or _buffer(send).element != _buffer(recv).element:
+            raise fail(recv, f"receives {_moved(recv)} but tile {src.program.tile} sends "
+                             f"{_moved(send)} (tag {op.tag})", ("the send is here", send))
         data = src.sram.read(send.buffer, send)
-        np.copyto(dst.sram.target(recv.buffer, recv), data)
+        check_box(send, f"window of {describe(send.buffer)}", s_at, s_shape, tuple(data.shape))
+        target = dst.sram.target(recv.buffer, recv)
+        check_box(recv, f"window of {describe(recv.buffer)}", r_at, r_shape, tuple(target.shape))
+        target[box(r_at, r_shape)] = data[box(s_at, s_shape)]
         dst.sram.wrote(recv.buffer, recv)
         state.pc += 1
         other.pc += 1
         self.counters.instructions += 2
-        self.counters.noc_bytes += _buffer(send).byte_size
+        self.counters.noc_bytes += int(np.prod(s_shape, dtype=np.int64)) * np.dtype(
+            numpy_dtype(_buffer(send).element)).itemsize
         return True
 
     def barrier(self, op: BarrierOp) -> bool:
@@ -320,6 +325,15 @@ def copy(sram: Sram, op: CopyOp) -> None:
     piece = data[box(src_at, shape)].copy()
     target[box(dst_at, shape)] = piece
     sram.wrote(op.dst, op)
+
+
+def _moved(op: SendOp | RecvOp) -> str:
+    """What a transfer moves, for messages: its buffer type, or the window of it."""
+    btype = _buffer(op)
+    if not op.windowed:
+        return str(btype)
+    shape = "x".join(str(d) for d in op.window[1])
+    return f"a {shape}x{btype.element} window of {btype}"
 
 
 def _buffer(op: Operation) -> BufferType:

@@ -44,13 +44,12 @@ from __future__ import annotations
 import heapq
 import json
 import math
-import os
-import tempfile
 import time
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from crane.atomic import atomic_output
 from crane.cost.traffic import dram_cycles
 from crane.dialects.hw import machine_of
 from crane.dialects.tile import BarrierOp
@@ -118,6 +117,9 @@ class TimingReport:
     dram_floor_cycles: float = 0.0
     """The simulated DRAM bytes at the DRAM's full bandwidth (``crane.cost.traffic.dram_cycles``):
     no schedule of this traffic is faster."""
+    barriers: tuple[tuple[str, float], ...] = ()
+    """(label, release cycle) of every barrier group, in release order (codegen labels
+    each phase's closing barrier with its block and state)."""
 
     @property
     def compute_floor_cycles(self) -> float:
@@ -153,15 +155,8 @@ class TimingReport:
 
     def write_trace(self, path: str | Path) -> None:
         """Write the trace JSON atomically (a temporary file renamed into place)."""
-        target = Path(path)
-        handle, temp = tempfile.mkstemp(dir=target.parent or Path("."), suffix=".tmp")
-        try:
-            with os.fdopen(handle, "w") as out:
-                json.dump(self.trace_json(), out)
-            os.replace(temp, target)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
+        with atomic_output(path) as out:
+            json.dump(self.trace_json(), out)
 
 
 @dataclass(slots=True)
@@ -209,6 +204,7 @@ class _Simulator:
         self.arrived: dict[Hashable, list[tuple[int, int]]] = {}
         self.trace = TraceBuilder(machine.frequency_hz) if config.trace else None
         self.work: set[int] = set(self.tiles)
+        self.released: list[tuple[str, float]] = []
 
     # ----- the loop
 
@@ -318,6 +314,8 @@ class _Simulator:
         if len(group) < size:
             return
         del self.arrived[ins.match]
+        if isinstance(ins.op, BarrierOp):
+            self.released.append((ins.op.label, self.now))
         for member, index in group:
             self.complete(member, index)
 
@@ -416,4 +414,4 @@ def simulate(module: Operation, machine: Machine | None = None,
     events = sim.trace.finish(programs) if sim.trace is not None else []
     return TimingReport(cycles, stats.energy_pj, sim.tile_timings(cycles), stats,
                         machine.frequency_hz, time.perf_counter() - began, events,
-                        dram_cycles(stats.dram_bytes, machine))
+                        dram_cycles(stats.dram_bytes, machine), tuple(sim.released))

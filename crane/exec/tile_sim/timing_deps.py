@@ -26,11 +26,17 @@ Span = tuple[int, int]
 
 
 class ByteMap:
-    """Last writer and readers since, for every byte range (a sorted list of segments)."""
+    """Last writers and readers since, for every byte range (a sorted list of segments).
+
+    A segment's writers are one full write, or several *partial* writes: windowed receives
+    into one buffer, which write disjoint boxes (codegen joins pieces that way) and so need
+    not wait for each other; a reader waits for all of them.
+    """
 
     def __init__(self) -> None:
         self.starts: list[int] = [0]
-        self.writer: list[int] = [-1]
+        self.writers: list[tuple[int, ...]] = [()]
+        self.partial: list[bool] = [False]
         self.readers: list[dict[Hashable, int]] = [{}]
 
     def _split(self, at: int) -> int:
@@ -39,7 +45,8 @@ class ByteMap:
         if self.starts[k] == at:
             return k
         self.starts.insert(k + 1, at)
-        self.writer.insert(k + 1, self.writer[k])
+        self.writers.insert(k + 1, self.writers[k])
+        self.partial.insert(k + 1, self.partial[k])
         self.readers.insert(k + 1, dict(self.readers[k]))
         return k + 1
 
@@ -50,22 +57,29 @@ class ByteMap:
     def read(self, span: Span, reader: Hashable, index: int, deps: set[int]) -> None:
         """Record ``index`` reading ``span`` (as ``reader``); add its RAW dependences."""
         for k in self._span(*span):
-            if self.writer[k] >= 0:
-                deps.add(self.writer[k])
+            deps.update(self.writers[k])
             self.readers[k][reader] = index
 
-    def write(self, span: Span, index: int, deps: set[int]) -> None:
-        """Record ``index`` overwriting ``span``; add its WAR and WAW dependences."""
+    def write(self, span: Span, index: int, deps: set[int], partial: bool = False) -> None:
+        """Record ``index`` overwriting ``span`` (a disjoint part of it when ``partial``);
+        add its WAR and WAW dependences."""
         segments = self._span(*span)
         for k in segments:
-            if self.writer[k] >= 0:
-                deps.add(self.writer[k])
+            if not (partial and self.partial[k]):
+                deps.update(self.writers[k])
             deps.update(self.readers[k].values())
         first, stop = segments.start, segments.stop
+        if partial:
+            for k in segments:
+                self.writers[k] = (*self.writers[k], index) if self.partial[k] else (index,)
+                self.partial[k] = True
+            return
         del self.starts[first + 1: stop]
-        del self.writer[first + 1: stop]
+        del self.writers[first + 1: stop]
+        del self.partial[first + 1: stop]
         del self.readers[first + 1: stop]
-        self.writer[first] = index
+        self.writers[first] = (index,)
+        self.partial[first] = False
         self.readers[first] = {}
 
 
@@ -80,14 +94,15 @@ class Scoreboard:
         self.fence = -1
 
     def add(self, index: int, queue: str, reads: Iterable[Span], writes: Iterable[Span],
-            exclusive: bool) -> tuple[int, ...]:
-        """The instructions ``index`` must wait for (sorted, without itself)."""
+            exclusive: bool, partial: bool = False) -> tuple[int, ...]:
+        """The instructions ``index`` must wait for (sorted, without itself); ``partial``
+        writes are disjoint windows of their spans (see :class:`ByteMap`)."""
         deps: set[int] = set()
         reader: Hashable = queue if exclusive else (queue, index)
         for span in reads:
             self.bytes.read(span, reader, index, deps)
         for span in writes:
-            self.bytes.write(span, index, deps)
+            self.bytes.write(span, index, deps, partial)
         if self.fence >= 0:
             deps.add(self.fence)
         self.last_in_queue[queue] = index

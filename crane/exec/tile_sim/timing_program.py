@@ -144,11 +144,13 @@ class _Lowering:
         return abs(where.row - self.row) + abs(where.col - self.col)
 
     def emit(self, op: Operation, kind: str, queue: str, label: str, reads: Sequence[Value],
-             writes: Sequence[Value], **fields: object) -> Instr:
+             writes: Sequence[Value], write_spans: list[Span] | None = None,
+             **fields: object) -> Instr:
         index = len(self.instrs)
         read_spans = [self.span(v, op) for v in reads]
-        write_spans = [self.span(v, op) for v in writes]
-        deps = self.board.add(index, queue, read_spans, write_spans, queue in EXCLUSIVE)
+        partial = isinstance(op, RecvOp) and op.windowed
+        write_spans = write_spans or [self.span(v, op) for v in writes]
+        deps = self.board.add(index, queue, read_spans, write_spans, queue in EXCLUSIVE, partial)
         instr = Instr(index, op, kind, queue, label, deps=deps, **fields)  # type: ignore[arg-type]
         self.instrs.append(instr)
         return instr
@@ -193,11 +195,29 @@ class _Lowering:
         self.emit(op, "store", "store", f"{verb} {op.tensor}", [op.buffer], [], nbytes=n,
                   resources=resources, energy_pj=traffic_energy(traffic, self.machine), hops=hops)
 
+    def window(self, op: SendOp | RecvOp) -> tuple[int, Span | None]:
+        """Bytes a transfer moves, and the byte range of its window when that is contiguous
+        (None: the window's bytes are scattered over the buffer, which then counts whole)."""
+        total, full = self.nbytes(op.buffer), self.shape(op.buffer)
+        if not op.windowed:
+            return total, None
+        offsets, shape = op.window
+        width = total // max(1, numel(full))
+        moved = numel(shape) * width
+        cut = next((k for k, (n, b) in enumerate(zip(shape, full, strict=False)) if n < b), len(full))
+        if any(n != b for n, b in zip(shape[cut + 1:], full[cut + 1:], strict=False)):
+            return moved, None
+        start = 0
+        for o, b in zip(offsets, full, strict=False):
+            start = start * b + o
+        lo = self.span(op.buffer, op)[0] + start * width
+        return moved, (lo, lo + max(1, moved))
+
     def transfer(self, op: SendOp | RecvOp) -> None:
-        n = self.nbytes(op.buffer)
+        n, span = self.window(op)
         if isinstance(op, RecvOp):
             self.emit(op, "recv", "noc", f"recv <- {op.peer}", [], [op.buffer], nbytes=n,
-                      peer=op.peer)
+                      peer=op.peer, write_spans=[span] if span else None)
             return
         route = op.route or xy_route(self.program.tile, op.peer, self.machine.cols)
         links = route_links(route) or (("local", self.program.tile),)
