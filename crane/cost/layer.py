@@ -6,6 +6,7 @@ Vector work (pool, eltwise, softmax, activation) runs on the tile's vector unit 
 Operand traffic inside the cluster (SRAM reads of inputs and weights, writes of outputs) is
 counted here; traffic between layers is the scheduler's business.
 
+A channel split's input copies cross the NoC (``REPLICA_HOPS``) and are written to SRAM.
 Weights are *resident* when a tile's slice fits in half of its SRAM (the other half is kept
 for activations and working buffers): they are then loaded once per state. Otherwise they
 are re-streamed from DRAM for every sub-batch.
@@ -18,11 +19,23 @@ from functools import lru_cache
 
 from crane.cost.placement import Mesh, Region, dram_hops
 from crane.cost.traffic import Traffic, traffic_energy
-from crane.cost.utilisation import Partition, best_partition
+from crane.cost.utilisation import Partition, best_partition, preferred_partition
 from crane.hardware.machine import Machine
 from crane.schedule.workload import LayerWork
 
 WEIGHT_SRAM_SHARE = 0.5
+REPLICA_HOPS = 1.0
+"""Hops a forwarded copy travels: the slices of a channel split sit on neighbouring tiles
+(codegen orders parts with the channel innermost), and shared weight slices spread along a
+tree of neighbours."""
+WORKING_SET_SHARE = 0.25
+"""Share of a tile's SRAM one step's output box and its streamed input may take."""
+STREAM_SHARE = 1 / 16
+"""A tile streams a big input box in steps of this share of its SRAM (codegen's
+``STEP_SHARE``), so only one step of input is resident at a time."""
+HELD_SHARE = 0.25
+"""Share of a tile's SRAM for outputs a column keeps on chip for later states (the rest of
+the activation half beside the working set)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,22 +87,57 @@ def layer_cost(layer: LayerWork, batch: int, region: Region, machine: Machine,
                backward: bool = False) -> WorkCost:
     """Cost of ``batch`` samples of ``layer`` (forward, or dX+dW when ``backward``)."""
     dims = layer.dims
-    part = best_partition((batch, dims.k, dims.h, dims.w), region.count)
+    part = preferred_partition((batch, dims.k, dims.h, dims.w), region.count,
+                               (dims.c, dims.r, dims.s))
     macs = (layer.backward_macs if backward else layer.macs) * batch
     vec = (layer.backward_vector_ops if backward else layer.vector_ops) * batch
     cycles = _compute_cycles(macs, vec, part, machine)
     # Backward reads the saved activation and the output gradient, and writes the input
     # gradient: about twice the forward operand volume.
     volume = 2 if backward else 1
+    # A channel split gives every output-channel slice the whole input: it arrives once and
+    # is forwarded to the other slices' neighbouring tiles (one hop each).
+    copies = layer.input_bytes * batch * max(0, part.input_copies - 1)
+    spread = 1.0 / max(1, region.count)  # copies cross the region's own links
     operands = Traffic(
+        noc_byte_hops=volume * copies * REPLICA_HOPS,
+        noc_link_bytes=volume * copies * REPLICA_HOPS * spread,
         sram_read_bytes=volume * (layer.input_bytes * batch * part.input_copies
                                   + layer.weight_bytes * part.weight_copies),
-        sram_write_bytes=volume * layer.output_bytes * batch,
+        sram_write_bytes=volume * (layer.output_bytes * batch + copies),
     )
     hops = dram_hops(Mesh.of(machine), region)
-    weight_load = Traffic.dram_read(layer.weight_bytes, hops) + Traffic(
-        noc_byte_hops=layer.weight_bytes * max(0, part.weight_copies - 1) * hops)
+    # Each distinct weight slice comes from DRAM once and is forwarded to the other tiles
+    # reading it, along a tree of neighbouring tiles.
+    weight_load = Traffic.dram_read(layer.weight_bytes, hops) + Traffic.on_chip(
+        layer.weight_bytes * max(0, part.weight_copies - 1), REPLICA_HOPS, REPLICA_HOPS * spread)
     energy = (macs * machine.mac_pj / part.utilisation + vec * machine.vector_op_pj
               + traffic_energy(operands, machine))
     return WorkCost(cycles, energy, operands, part,
                     weights_fit(layer.weight_bytes, part, machine), weight_load)
+
+
+def working_set_bytes(layer: LayerWork, batch: int, part: Partition, sram_bytes: int,
+                      backward: bool = False) -> float:
+    """Activation bytes one tile holds for one step of ``batch`` samples under ``part``: its
+    output box and its input box (every input channel of its batch and spatial slice),
+    which is streamed in pieces of ``STREAM_SHARE`` of SRAM when bigger; backward also holds
+    the output gradient and the input gradient. Outputs kept for later states count
+    separately (``HELD_SHARE``)."""
+    inputs = layer.input_bytes * batch / max(1, part.kb * part.kh * part.kw)
+    outputs = layer.output_bytes * batch / max(1, part.tiles)
+    return (min(inputs, STREAM_SHARE * sram_bytes) + outputs) * (2 if backward else 1)
+
+
+@lru_cache(maxsize=200_000)
+def min_tiles(layer: LayerWork, batch: int, machine: Machine, backward: bool = False) -> int:
+    """The fewest tiles whose per-tile working set fits ``WORKING_SET_SHARE`` of SRAM
+    (every tile of the machine if none does: codegen then streams the parts in pieces)."""
+    limit = WORKING_SET_SHARE * machine.sram_bytes
+    dims = layer.dims
+    extents = (batch, dims.k, dims.h, dims.w)
+    for tiles in range(1, machine.tiles + 1):
+        part = preferred_partition(extents, tiles, (dims.c, dims.r, dims.s))
+        if working_set_bytes(layer, batch, part, machine.sram_bytes, backward) <= limit:
+            return tiles
+    return machine.tiles

@@ -4,8 +4,8 @@ Tiles are numbered along a snake (boustrophedon) path over the mesh rows, so eve
 contiguous range of tile numbers is a connected region; a group of ``n`` tiles starting at
 ``start`` occupies tiles ``start .. start + n - 1``. Transfers between regions are modelled as
 all-to-all (a consumer's partition needs data from every producer partition), so the hop
-count is the mean Manhattan distance between the two regions. DRAM traffic of a tile goes
-through its nearest DRAM port.
+count is the mean Manhattan distance between the two regions. DRAM traffic of a region
+goes through one DRAM port, the one nearest the region on average.
 """
 
 from __future__ import annotations
@@ -66,13 +66,56 @@ def mean_hops(mesh: Mesh, src: Region, dst: Region) -> float:
     return float(diff.mean())
 
 
+def _grid(mesh: Mesh, region: Region) -> np.ndarray:
+    """A rows x cols count of the region's tiles (0 or 1 per cell)."""
+    grid = np.zeros((mesh.rows, mesh.cols))
+    coords = _coords(mesh, region)
+    grid[coords[:, 0], coords[:, 1]] = 1.0
+    return grid
+
+
+@lru_cache(maxsize=100_000)
+def link_share(mesh: Mesh, src: Region, dst: Region) -> float:
+    """The share of a transfer spread evenly from every tile of ``src`` to every tile of
+    ``dst`` that crosses the busiest directed mesh link under XY routing (along the
+    sender's row first, then along the receiver's column), as the NoC routes it.
+
+    A link carries ``share * bytes``, so the transfer takes at least ``share * bytes``
+    over the link bandwidth however the rest of the mesh is used.
+    """
+    a, b = _grid(mesh, src), _grid(mesh, dst)
+    pairs = a.sum() * b.sum()
+    if not pairs:
+        return 0.0
+    # Row legs: senders of row r left of (or at) column c, receivers right of c, and back.
+    senders_left = np.cumsum(a, axis=1)[:, :-1]
+    senders_right = np.cumsum(a[:, ::-1], axis=1)[:, ::-1][:, 1:]
+    receivers_col = b.sum(axis=0)
+    receivers_right = np.cumsum(receivers_col[::-1])[::-1][1:]
+    receivers_left = np.cumsum(receivers_col)[:-1]
+    east = senders_left * receivers_right[None, :]
+    west = senders_right * receivers_left[None, :]
+    # Column legs in the receiver's column c: senders above row r, receivers below, and back.
+    senders_row = a.sum(axis=1)
+    senders_above = np.cumsum(senders_row)[:-1]
+    senders_below = np.cumsum(senders_row[::-1])[::-1][1:]
+    receivers_below = np.cumsum(b[::-1, :], axis=0)[::-1, :][1:, :]
+    receivers_above = np.cumsum(b, axis=0)[:-1, :]
+    south = senders_above[:, None] * receivers_below
+    north = senders_below[:, None] * receivers_above
+    busiest = max((float(x.max()) for x in (east, west, south, north) if x.size), default=0.0)
+    return busiest / pairs
+
+
 @lru_cache(maxsize=100_000)
 def dram_hops(mesh: Mesh, region: Region) -> float:
-    """Mean distance from a tile of ``region`` to its nearest DRAM port."""
+    """Mean distance from a tile of ``region`` to the region's DRAM port: the one port
+    nearest the region on average, which serves all of its tiles (as ``map`` assigns
+    one port per placed column)."""
     tiles = _coords(mesh, region)
     ports = np.array(mesh.ports)
     dist = np.abs(tiles[:, None, :] - ports[None, :, :]).sum(axis=2)
-    return float(dist.min(axis=1).mean())
+    return float(dist.mean(axis=0).min())
 
 
 def split_regions(start: int, counts: tuple[int, ...]) -> tuple[Region, ...]:

@@ -13,12 +13,16 @@ from crane.hardware.machine import Machine
 
 @dataclass(frozen=True, slots=True)
 class Traffic:
-    """Data movement: DRAM bytes, NoC byte-hops, SRAM bytes read and written."""
+    """Data movement: DRAM bytes, NoC byte-hops, SRAM bytes read and written, and the bytes
+    the busiest mesh link carries."""
 
     dram_bytes: float = 0.0
     noc_byte_hops: float = 0.0
     sram_read_bytes: float = 0.0
     sram_write_bytes: float = 0.0
+    noc_link_bytes: float = 0.0
+    """Bytes on the busiest mesh link, summed over the transfers (each transfer's busiest
+    link, ``crane.cost.placement.link_share``): a bound on how fast the NoC can move them."""
 
     def __add__(self, other: Traffic) -> Traffic:
         return Traffic(
@@ -26,12 +30,14 @@ class Traffic:
             self.noc_byte_hops + other.noc_byte_hops,
             self.sram_read_bytes + other.sram_read_bytes,
             self.sram_write_bytes + other.sram_write_bytes,
+            self.noc_link_bytes + other.noc_link_bytes,
         )
 
     def scaled(self, factor: float) -> Traffic:
         return Traffic(
             self.dram_bytes * factor, self.noc_byte_hops * factor,
             self.sram_read_bytes * factor, self.sram_write_bytes * factor,
+            self.noc_link_bytes * factor,
         )
 
     @classmethod
@@ -45,9 +51,11 @@ class Traffic:
         return cls(dram_bytes=nbytes, noc_byte_hops=nbytes * hops, sram_read_bytes=nbytes)
 
     @classmethod
-    def on_chip(cls, nbytes: float, hops: float) -> Traffic:
-        """Move data between tiles: read from one SRAM, cross the mesh, write another."""
-        return cls(noc_byte_hops=nbytes * hops, sram_read_bytes=nbytes, sram_write_bytes=nbytes)
+    def on_chip(cls, nbytes: float, hops: float, share: float = 0.0) -> Traffic:
+        """Move data between tiles: read from one SRAM, cross the mesh, write another;
+        ``share`` of the bytes cross the busiest link."""
+        return cls(noc_byte_hops=nbytes * hops, sram_read_bytes=nbytes, sram_write_bytes=nbytes,
+                   noc_link_bytes=nbytes * share)
 
 
 def traffic_energy(traffic: Traffic, machine: Machine) -> float:
@@ -67,6 +75,18 @@ def dram_cycles(nbytes: float, machine: Machine) -> float:
     return nbytes / bandwidth * machine.frequency_hz
 
 
+def link_cycles(link_bytes: float, machine: Machine) -> float:
+    """Cycles the busiest mesh link needs for ``link_bytes``."""
+    return link_bytes / machine.noc_bandwidth * machine.frequency_hz
+
+
+def noc_time(traffic: Traffic, tiles: int, machine: Machine) -> float:
+    """Cycles the NoC needs for a traffic: the busier of the whole region's links on
+    average and the busiest single link."""
+    return max(noc_cycles(traffic.noc_byte_hops, tiles, machine),
+               link_cycles(traffic.noc_link_bytes, machine))
+
+
 def noc_cycles(byte_hops: float, tiles: int, machine: Machine) -> float:
     """Cycles for a byte-hop volume spread over the links of a ``tiles``-tile region.
 
@@ -79,5 +99,4 @@ def noc_cycles(byte_hops: float, tiles: int, machine: Machine) -> float:
 
 def overlapped_latency(compute: float, traffic: Traffic, tiles: int, machine: Machine) -> float:
     """Compute, NoC and DRAM run concurrently; the slowest of the three sets the time."""
-    return max(compute, noc_cycles(traffic.noc_byte_hops, tiles, machine),
-               dram_cycles(traffic.dram_bytes, machine))
+    return max(compute, noc_time(traffic, tiles, machine), dram_cycles(traffic.dram_bytes, machine))

@@ -7,6 +7,12 @@ parts than it has elements (no tile gets an empty slice). SET prunes splits whos
 utilisation is below 0.75; a layer may also leave tiles of its cluster idle when a smaller
 cluster does better, so the model keeps, for every cluster size, the best useful size at or
 below it.
+
+Splits of equal throughput can move very different amounts of data: a channel split makes
+every tile read the whole input, a spatial split reads halos, a batch or spatial split
+copies the weights. :func:`preferred_partition` breaks such ties (within
+``TIE_TOLERANCE`` of the best throughput) by the data one tile reads per step, as SET's
+intra-layer search prices each partition by its traffic.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 MIN_UTILISATION = 0.75
+TIE_TOLERANCE = 0.05
+"""Splits within this fraction of the best throughput count as ties (broken by traffic)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,3 +119,51 @@ def best_partition(extents: tuple[int, int, int, int], tiles: int,
     if exact is None or exact.throughput <= smaller.throughput:
         return smaller
     return exact
+
+
+def _factorisations(tiles: int, extents: tuple[int, int, int, int]) -> list[tuple[int, ...]]:
+    """Every (kb, kk, kh, kw) with product ``tiles`` and no factor above its extent."""
+    found: list[tuple[int, ...]] = [()]
+    for index, extent in enumerate(extents):
+        last = index == len(extents) - 1
+        grown = []
+        for head in found:
+            used = 1
+            for f in head:
+                used *= f
+            rest = tiles // used
+            options = [rest] if last else [f for f in _divisors(rest) if f <= extent]
+            grown += [(*head, f) for f in options if f <= extent]
+        found = grown
+    return found
+
+
+def per_tile_reads(extents: tuple[int, int, int, int], factors: tuple[int, ...],
+                   window: tuple[int, int, int]) -> int:
+    """Elements one tile reads per step under a split: its input box (every input channel,
+    with the window's halo) and its slice of the weights. ``window`` is (C, R, S)."""
+    b, k, h, w = (-(-e // f) for e, f in zip(extents, factors, strict=True))
+    c, r, s = window
+    return b * c * (h + r - 1) * (w + s - 1) + k * c * r * s
+
+
+@lru_cache(maxsize=100_000)
+def preferred_partition(extents: tuple[int, int, int, int], tiles: int,
+                        window: tuple[int, int, int] = (1, 1, 1),
+                        floor: float = MIN_UTILISATION) -> Partition:
+    """The best split of :func:`best_partition`, ties broken by :func:`per_tile_reads`."""
+    best = best_partition(extents, tiles, floor)
+    if best.tiles <= 1:
+        return best
+    candidates: list[tuple[int, Partition]] = []
+    for factors in _factorisations(best.tiles, extents):
+        util = 1.0
+        for e, f in zip(extents, factors, strict=True):
+            util *= dim_efficiency(e, f)
+        if util < best.utilisation * (1.0 - TIE_TOLERANCE):
+            continue
+        kb, kk, kh, kw = factors
+        candidates.append((per_tile_reads(extents, factors, window), Partition(kb, kk, kh, kw, util)))
+    if not candidates:
+        return best
+    return min(candidates, key=lambda pair: (pair[0], -pair[1].utilisation))[1]

@@ -9,7 +9,10 @@ the exhaustive search enumerates; tests hold the three equal. Per state i with w
   the producer is fused, else from DRAM (Dep^S, Dep^D);
 * a producer stores the sub-batches its consumers do not take directly: in SRAM if fused,
   else in DRAM; block inputs and outputs cross the boundary through DRAM or SRAM;
-* latency of the state = max(compute, NoC time, DRAM time) (overlap); energy adds up.
+* latency of the state = max(compute + lead, NoC time + tail, DRAM time + tail): the
+  three overlap across the state's steps except for the first step's weights and inputs
+  (``lead``, before any compute) and one step's compute (``tail``), as in a pipelined loop
+  of load, compute and store; energy adds up.
 
 Inter-layer hop counts use the geometry of the state's first split.
 """
@@ -19,15 +22,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from crane.cost.layer import WEIGHT_SRAM_SHARE
-from crane.cost.traffic import Traffic, dram_cycles, noc_cycles, traffic_energy
+from crane.cost.layer import HELD_SHARE, WEIGHT_SRAM_SHARE
+from crane.cost.traffic import Traffic, dram_cycles, noc_time, traffic_energy
 from crane.hardware.machine import Machine
 from crane.schedule.block import Block
 from crane.schedule.options import (
     StateOption,
     edge_hops,
+    edge_share,
     port_hops,
     sram_hops,
+    sram_share,
     state_options,
 )
 from crane.schedule.tables import MeT, ScT, Tables, grid, is_active, num_states
@@ -85,6 +90,11 @@ class BlockCost:
             max(self.peak_dram_bytes, other.peak_dram_bytes), self.feasible and other.feasible)
 
 
+def held_capacity(machine: Machine) -> float:
+    """Bytes of kept outputs one tile may hold (``crane.cost.layer.HELD_SHARE``)."""
+    return HELD_SHARE * machine.sram_bytes
+
+
 def activation_capacity(machine: Machine, reserved: float = 0.0) -> float:
     """SRAM bytes left for inter-layer activations once weights have their share."""
     return machine.tiles * machine.sram_bytes * (1.0 - WEIGHT_SRAM_SHARE) - reserved
@@ -108,10 +118,11 @@ def _state_traffic(plan: Plan, state: int, opt: StateOption, machine: Machine) -
             continue
         d = direct_take(sct, block.n, state, e.src, e.dst)
         if d:
-            total = total + Traffic.on_chip(e.bytes * b * d,
-                                            edge_hops(machine, opt, e.src, e.dst))
+            total = total + Traffic.on_chip(e.bytes * b * d, edge_hops(machine, opt, e.src, e.dst),
+                                            edge_share(machine, opt, e.src, e.dst))
         stored = e.bytes * b * (s - d)
-        total = total + (Traffic.on_chip(stored, sram_hops(machine, opt, e.dst))
+        total = total + (Traffic.on_chip(stored, sram_hops(machine, opt, e.dst),
+                                         sram_share(machine, opt, e.dst))
                          if plan.fused[e.src]
                          else Traffic.dram_read(stored, port_hops(machine, opt, e.dst)))
     for m in opt.columns:
@@ -125,7 +136,8 @@ def _producer_traffic(plan: Plan, state: int, m: int, opt: StateOption,
     layer = block.layers[m]
     total = Traffic()
     ext_in = block.external_in[m] * b * s
-    total = total + (Traffic.on_chip(ext_in, sram_hops(machine, opt, m)) if block.in_from_sram
+    total = total + (Traffic.on_chip(ext_in, sram_hops(machine, opt, m), sram_share(machine, opt, m))
+                     if block.in_from_sram
                      else Traffic.dram_read(ext_in, port_hops(machine, opt, m)))
     ext_out = block.external_out[m] * b * s
     total = total + (Traffic(sram_write_bytes=ext_out) if block.out_to_sram
@@ -148,6 +160,36 @@ def held(plan: Plan, state: int, column: int) -> int:
     return max(v[column] - v[e.dst] for e in consumers)
 
 
+@lru_cache(maxsize=200_000)
+def holding_tiles(block: Block, subbatch: int, machine: Machine, state: int, column: int,
+                  backward: bool = False) -> int:
+    """Tiles holding ``column``'s outputs kept after ``state``: its region in the last state
+    up to ``state`` where it ran (the smallest of that state's candidate splits, so the
+    bound holds whichever split runs; the whole chip if it never ran)."""
+    for i in range(state, -1, -1):
+        if not is_active(block.n, i, column):
+            continue
+        options = state_options(block, i, subbatch, machine, backward)
+        counts = [o.region(column).count for o in options if column in o.columns]
+        if counts:
+            return max(1, min(counts))
+    return machine.tiles
+
+
+def held_per_tile(plan: Plan, state: int, machine: Machine, backward: bool = False) -> float:
+    """The largest per-tile share of outputs kept on chip after ``state``, over columns
+    (each column's kept outputs stay on the tiles that made them)."""
+    block, b = plan.block, plan.subbatch
+    worst = 0.0
+    for m, layer in enumerate(block.layers):
+        kept = held(plan, state, m) * layer.output_bytes * b if plan.fused[m] else 0.0
+        if block.out_to_sram:
+            kept += plan.sct.values[state][m] * block.external_out[m] * b
+        if kept:
+            worst = max(worst, kept / holding_tiles(block, b, machine, state, m, backward))
+    return worst
+
+
 def storage(plan: Plan, state: int) -> tuple[float, float]:
     """(SRAM, DRAM) activation bytes held at the end of ``state``."""
     block, b = plan.block, plan.subbatch
@@ -167,7 +209,9 @@ class StateCost:
     """Latency, energy, traffic and compute time of one state of a plan."""
 
     latency_cycles: float
-    """max(compute, NoC time, DRAM time): the three overlap."""
+    """Compute, NoC and DRAM overlap across the state's steps, but not all of it: the
+    first compute waits for the weights and the first inputs (``lead``), and transfers
+    cannot hide one step's compute (``tail``): max(compute + lead, NoC + tail, DRAM + tail)."""
     energy_pj: float
     traffic: Traffic
     compute_cycles: float
@@ -189,8 +233,11 @@ def state_cost(plan: Plan, state: int, machine: Machine, backward: bool = False)
         if count:
             step = step + opt.weight_load
             energy += traffic_energy(opt.weight_load, machine)
-    latency = max(comp, noc_cycles(step.noc_byte_hops, machine.tiles, machine),
-                  dram_cycles(step.dram_bytes, machine))
+    used = [opt for opt, count in zip(opts, plan.mix[state], strict=True) if count]
+    lead = max((opt.lead for opt in used), default=0.0)
+    tail = max((opt.tail for opt in used), default=0.0)
+    latency = max(comp + lead, noc_time(step, machine.tiles, machine) + tail,
+                  dram_cycles(step.dram_bytes, machine) + tail)
     return StateCost(latency, energy, step, comp)
 
 
@@ -215,7 +262,9 @@ def evaluate(plan: Plan, machine: Machine, sram_reserved: float = 0.0,
         compute += cost.compute_cycles
         sram, dram = storage(plan, i)
         peak_s, peak_d = max(peak_s, sram), max(peak_d, dram)
-    feasible = peak_s <= activation_capacity(machine, sram_reserved)
+    feasible = (peak_s <= activation_capacity(machine, sram_reserved)
+                and all(held_per_tile(plan, i, machine, backward) <= held_capacity(machine)
+                        for i in range(num_states(plan.block.n)) if plan.workloads[i]))
     return BlockCost(latency, energy, traffic, compute, peak_s, peak_d, feasible)
 
 

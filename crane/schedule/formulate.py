@@ -15,27 +15,37 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from crane.cost.traffic import dram_cycles, noc_cycles, traffic_energy
+from crane.cost.traffic import dram_cycles, link_cycles, noc_cycles, traffic_energy
 from crane.hardware.machine import Machine
 from crane.schedule.block import Block
-from crane.schedule.evaluate import Plan, activation_capacity
-from crane.schedule.options import StateOption, edge_hops, port_hops, sram_hops, state_options
+from crane.schedule.evaluate import Plan, activation_capacity, held_capacity, holding_tiles
+from crane.schedule.options import (
+    StateOption,
+    edge_hops,
+    edge_share,
+    port_hops,
+    sram_hops,
+    sram_share,
+    state_options,
+)
 from crane.schedule.tables import active_columns, active_states, is_active, num_states
 from crane.solve.milp import Expr, Model, Solution
 
 
 @dataclass(frozen=True, slots=True)
 class Prices:
-    """Energy (pJ), DRAM bytes and NoC byte-hops per byte of each kind of transfer."""
+    """Energy (pJ), DRAM bytes, NoC byte-hops and busiest-link bytes per byte of each kind
+    of transfer."""
 
     energy: float
     dram: float
     hops: float
+    link: float = 0.0
 
 
-def _on_chip(machine: Machine, hops: float) -> Prices:
+def _on_chip(machine: Machine, hops: float, share: float) -> Prices:
     return Prices(hops * machine.noc_hop_pj_per_byte + machine.sram_read_pj_per_byte
-                  + machine.sram_write_pj_per_byte, 0.0, hops)
+                  + machine.sram_write_pj_per_byte, 0.0, hops, share)
 
 
 def _dram_read(machine: Machine, hops: float) -> Prices:
@@ -59,7 +69,11 @@ class _State:
         self.energy: list[tuple[int, float]] = []
         self.dram: list[tuple[int, float]] = []
         self.hops: list[tuple[int, float]] = []
+        self.link: list[tuple[int, float]] = []
         self.compute: list[tuple[int, float]] = []
+        self.lead: list[tuple[int, float]] = []
+        """(binary "option used", its lead): the state's lead is the largest used one."""
+        self.tail: list[tuple[int, float]] = []
         self.const = [0.0, 0.0, 0.0]
 
     def charge(self, var_terms: list[tuple[int, float]], nbytes: float, price: Prices) -> None:
@@ -68,6 +82,7 @@ class _State:
             self.energy.append((var, coef * nbytes * price.energy))
             self.dram.append((var, coef * nbytes * price.dram))
             self.hops.append((var, coef * nbytes * price.hops))
+            self.link.append((var, coef * nbytes * price.link))
 
 
 @dataclass
@@ -133,7 +148,8 @@ def formulate(block: Block, subbatch: int, q: int, machine: Machine,
             continue
         _state_costs(model, block, subbatch, machine, opts[i], y[i], s[i], i, direct,
                      fused, big, states[i])
-    _capacity(model, block, subbatch, sct, fused, big, activation_capacity(machine, sram_reserved))
+    _capacity(model, block, subbatch, sct, fused, big, activation_capacity(machine, sram_reserved),
+              machine)
     latency, energy = _objectives(model, machine, states)
     return Formulation(model, latency, energy, block, subbatch, q, y, fused)
 
@@ -174,12 +190,18 @@ def _state_costs(model: Model, block: Block, b: int, machine: Machine,
         st.energy.append((var, opt.energy_pj))
         st.dram.append((var, opt.traffic.dram_bytes))
         st.hops.append((var, opt.traffic.noc_byte_hops))
+        st.link.append((var, opt.traffic.noc_link_bytes))
+        if not (opt.weight_load.dram_bytes or opt.lead or opt.tail):
+            continue
+        used = model.binary(f"u{i}_{var}")
+        model.constrain(Expr({var: 1.0, used: -big}), ub=0)
+        st.lead.append((used, opt.lead))
+        st.tail.append((used, opt.tail))
         if opt.weight_load.dram_bytes:
-            used = model.binary(f"u{i}_{var}")
-            model.constrain(Expr({var: 1.0, used: -big}), ub=0)
             st.energy.append((used, traffic_energy(opt.weight_load, machine)))
             st.dram.append((used, opt.weight_load.dram_bytes))
             st.hops.append((used, opt.weight_load.noc_byte_hops))
+            st.link.append((used, opt.weight_load.noc_link_bytes))
     opt0, s_terms = opts[0], list(s.terms.items())
     for e in block.edges:
         if not is_active(block.n, i, e.dst):
@@ -187,10 +209,12 @@ def _state_costs(model: Model, block: Block, b: int, machine: Machine,
         d = direct.get((i, e.src, e.dst))
         nbytes = e.bytes * b
         if d is not None:
-            st.charge([(d, 1.0)], nbytes, _on_chip(machine, edge_hops(machine, opt0, e.src, e.dst)))
+            st.charge([(d, 1.0)], nbytes, _on_chip(machine, edge_hops(machine, opt0, e.src, e.dst),
+                                                   edge_share(machine, opt0, e.src, e.dst)))
         stored = s_terms + ([(d, -1.0)] if d is not None else [])
         _split_store(model, st, stored, nbytes, fused[e.src], big,
-                     _on_chip(machine, sram_hops(machine, opt0, e.dst)),
+                     _on_chip(machine, sram_hops(machine, opt0, e.dst),
+                              sram_share(machine, opt0, e.dst)),
                      _dram_read(machine, port_hops(machine, opt0, e.dst)))
     for m in active_columns(block.n, i):
         _producer(model, block, b, machine, opt0, s_terms, i, m, direct, fused, big, st)
@@ -217,7 +241,8 @@ def _producer(model: Model, block: Block, b: int, machine: Machine, opt0: StateO
               st: _State) -> None:
     ext_in = block.external_in[m] * b
     if ext_in:
-        st.charge(s_terms, ext_in, _on_chip(machine, sram_hops(machine, opt0, m))
+        st.charge(s_terms, ext_in, _on_chip(machine, sram_hops(machine, opt0, m),
+                                            sram_share(machine, opt0, m))
                   if block.in_from_sram else _dram_read(machine, port_hops(machine, opt0, m)))
     ext_out = block.external_out[m] * b
     if ext_out:
@@ -236,14 +261,21 @@ def _producer(model: Model, block: Block, b: int, machine: Machine, opt0: StateO
 
 
 def _capacity(model: Model, block: Block, b: int, sct: list[list[Expr]],
-              fused: list[int | None], big: float, capacity: float) -> None:
-    """SRAM held at each state boundary fits (Eq. 11 with the FIFO ranges of ``evaluate``)."""
+              fused: list[int | None], big: float, capacity: float, machine: Machine) -> None:
+    """SRAM held at each state boundary fits (Eq. 11 with the FIFO ranges of ``evaluate``):
+    on the whole chip, and per tile for each column's kept outputs on its own tiles."""
+    per_tile = held_capacity(machine)
     for i in range(num_states(block.n)):
         terms: list[tuple[int, float]] = []
         for m in range(block.n):
+            column: list[tuple[int, float]] = []
             if block.out_to_sram and block.external_out[m]:
-                terms += [(v, c * block.external_out[m] * b) for v, c in sct[i][m].terms.items()]
-            terms += _occupancy(model, block, b, sct, fused[m], big, i, m)
+                column += [(v, c * block.external_out[m] * b) for v, c in sct[i][m].terms.items()]
+            column += _occupancy(model, block, b, sct, fused[m], big, i, m)
+            if column:
+                tiles = holding_tiles(block, b, machine, i, m)
+                model.constrain(Expr.of(column), ub=per_tile * tiles, name=f"sram{m}@{i}")
+            terms += column
         if terms:
             model.constrain(Expr.of(terms), ub=capacity, name=f"sram@{i}")
 
@@ -261,15 +293,31 @@ def _occupancy(model: Model, block: Block, b: int, sct: list[list[Expr]], f: int
 
 
 def _objectives(model: Model, machine: Machine, states: list[_State]) -> tuple[Expr, Expr]:
-    """Per-state latency = max(compute, NoC, DRAM) via epigraph variables; energy sums."""
+    """Per-state latency = max(compute + lead, NoC + tail, DRAM + tail) via epigraph
+    variables (lead and tail: the largest of the used options'); energy sums."""
     latency_terms: list[tuple[int, float]] = []
     energy_terms: list[tuple[int, float]] = []
     dram_per_byte = dram_cycles(1.0, machine)
     noc_per_hop = noc_cycles(1.0, machine.tiles, machine)
+    link_per_byte = link_cycles(1.0, machine)
     for i, st in enumerate(states):
         lat = model.var(f"L{i}", 0)
         latency_terms.append((lat, 1.0))
-        for terms, scale in ((st.compute, 1.0), (st.dram, dram_per_byte), (st.hops, noc_per_hop)):
-            model.constrain(Expr.of([(lat, 1.0)] + [(v, -c * scale) for v, c in terms]), lb=0)
+        lead, tail = _largest(model, st.lead, f"lead{i}"), _largest(model, st.tail, f"tail{i}")
+        for terms, scale, extra in ((st.compute, 1.0, lead), (st.dram, dram_per_byte, tail),
+                                    (st.hops, noc_per_hop, tail), (st.link, link_per_byte, tail)):
+            model.constrain(Expr.of([(lat, 1.0)] + [(v, -c * scale) for v, c in terms]
+                                    + ([(extra, -1.0)] if extra is not None else [])), lb=0)
         energy_terms += st.energy
     return Expr.of(latency_terms), Expr.of(energy_terms)
+
+
+def _largest(model: Model, terms: list[tuple[int, float]], name: str) -> int | None:
+    """A variable at least every ``coef * binary`` of ``terms`` (None when there are none)."""
+    if not any(c for _, c in terms):
+        return None
+    top = model.var(name, 0)
+    for used, coef in terms:
+        if coef:
+            model.constrain(Expr({top: 1.0, used: -coef}), lb=0)
+    return top

@@ -18,9 +18,9 @@ import heapq
 from dataclasses import dataclass
 from functools import lru_cache
 
-from crane.cost.layer import layer_cost, step_cycles
-from crane.cost.placement import Mesh, Region, dram_hops, mean_hops, split_regions
-from crane.cost.traffic import Traffic, traffic_energy
+from crane.cost.layer import layer_cost, min_tiles, step_cycles
+from crane.cost.placement import Mesh, Region, dram_hops, link_share, mean_hops, split_regions
+from crane.cost.traffic import Traffic, dram_cycles, link_cycles, noc_time, traffic_energy
 from crane.hardware.machine import Machine
 from crane.schedule.block import Block
 from crane.schedule.tables import active_columns
@@ -41,15 +41,24 @@ class StateOption:
     energy_pj: float
     """Compute and intra-layer traffic energy of one step (all active columns)."""
     traffic: Traffic
-    """DRAM/NoC traffic repeated every step: weights that are not resident."""
+    """DRAM/NoC traffic repeated every step: weights that are not resident, and the input
+    copies a channel split forwards between tiles (NoC only; priced in ``energy_pj``)."""
     weight_load: Traffic
     """Loading the resident weights once when the state starts under this split."""
     sram: tuple[float, ...] = ()
     """Per active column: mean hops from the whole chip's SRAM to its region."""
     port: tuple[float, ...] = ()
     """Per active column: mean hops from its region to the nearest DRAM port."""
-    edges: tuple[tuple[int, int, float], ...] = ()
-    """(src, dst, mean hops) of the block's edges whose two ends are both active."""
+    edges: tuple[tuple[int, int, float, float], ...] = ()
+    """(src, dst, mean hops, busiest-link share) of the block's edges whose two ends are
+    both active."""
+    lead: float = 0.0
+    """Cycles before the state's first compute can start: its resident weights and the
+    first step's inputs from outside the block arrive first (see ``state_fill``)."""
+    tail: float = 0.0
+    """Cycles of one step's compute: transfers cannot hide the last step's (nor the first's)."""
+    sram_share: tuple[float, ...] = ()
+    """Per active column: busiest-link share of data spread over the chip's SRAM reaching it."""
 
     def region(self, column: int) -> Region:
         return self.regions[self.columns.index(column)]
@@ -64,8 +73,10 @@ def _cycles(layer: LayerWork, batch: int, tiles: int, machine: Machine,
 
 
 def balanced_split(block: Block, columns: tuple[int, ...], batch: int, tiles: int,
-                   machine: Machine, backward: bool = False) -> tuple[int, ...]:
-    """Greedy min-max tile counts: each spare tile goes to the currently slowest column."""
+                   machine: Machine, backward: bool = False) -> tuple[int, ...] | None:
+    """Greedy min-max tile counts: each column starts with the fewest tiles its working
+    set fits (``crane.cost.layer.min_tiles``), each spare tile goes to the currently
+    slowest column. None when the columns' minimums exceed ``tiles``."""
     if len(columns) == 1:
         return (tiles,)
     return _balanced(tuple(block.layers[c] for c in columns), batch, tiles, machine, backward)
@@ -73,28 +84,35 @@ def balanced_split(block: Block, columns: tuple[int, ...], batch: int, tiles: in
 
 @lru_cache(maxsize=50_000)
 def _balanced(layers: tuple[LayerWork, ...], batch: int, tiles: int, machine: Machine,
-              backward: bool) -> tuple[int, ...]:
+              backward: bool) -> tuple[int, ...] | None:
     """``balanced_split`` of the active layers (shared by every block holding them)."""
-    counts = [1] * len(layers)
+    counts = [min_tiles(layer, batch, machine, backward) for layer in layers]
+    if sum(counts) > tiles:
+        return None
     # Only the column that got the tile changes its time: a heap of (-time, column) picks
     # the slowest column (the first one on ties) without recomputing the others.
-    heap = [(-_cycles(layer, batch, 1, machine, backward), k) for k, layer in enumerate(layers)]
+    heap = [(-_cycles(layer, batch, counts[k], machine, backward), k) for k, layer in enumerate(layers)]
     heapq.heapify(heap)
-    for _ in range(tiles - len(layers)):
+    for _ in range(tiles - sum(counts)):
         _, k = heapq.heappop(heap)
         counts[k] += 1
         heapq.heappush(heap, (-_cycles(layers[k], batch, counts[k], machine, backward), k))
     return tuple(counts)
 
 
-def flops_split(block: Block, columns: tuple[int, ...], tiles: int,
-                backward: bool = False) -> tuple[int, ...]:
-    """Tiles in proportion to work (MACs, or vector ops for MAC-free layers), at least one."""
+def flops_split(block: Block, columns: tuple[int, ...], tiles: int, backward: bool = False,
+                floors: tuple[int, ...] | None = None) -> tuple[int, ...] | None:
+    """Tiles in proportion to work (MACs, or vector ops for MAC-free layers), at least
+    ``floors`` (one by default); None when the floors exceed ``tiles``."""
+    low = floors or (1,) * len(columns)
+    if sum(low) > tiles:
+        return None
     work = [_work(block, c, backward) for c in columns]
     total = sum(work) or 1.0
-    counts = [max(1, int(tiles * w / total)) for w in work]
+    counts = [max(f, int(tiles * w / total)) for f, w in zip(low, work, strict=True)]
     while sum(counts) > tiles:
-        counts[counts.index(max(counts))] -= 1
+        above = [k for k in range(len(counts)) if counts[k] > low[k]]
+        counts[max(above, key=lambda k: counts[k])] -= 1
     spare = tiles - sum(counts)
     order = sorted(range(len(columns)), key=lambda k: -work[k])
     for k in order[:spare]:
@@ -118,6 +136,9 @@ def _option(block: Block, split: str, columns: tuple[int, ...], counts: tuple[in
         cost = layer_cost(block.layers[column], batch, region, machine, backward)
         cycles = max(cycles, cost.cycles)
         energy += cost.energy_pj
+        # Copies a split forwards between its tiles (priced in energy_pj) take NoC time.
+        step = step + Traffic(noc_byte_hops=cost.operand_traffic.noc_byte_hops,
+                              noc_link_bytes=cost.operand_traffic.noc_link_bytes)
         if cost.weights_resident:
             load = load + cost.weight_load
             continue
@@ -127,11 +148,33 @@ def _option(block: Block, split: str, columns: tuple[int, ...], counts: tuple[in
     mesh = Mesh.of(machine)
     chip = Region(0, mesh.tiles)
     at = {c: r for c, r in zip(columns, regions, strict=True)}
-    edges = tuple((e.src, e.dst, mean_hops(mesh, at[e.src], at[e.dst])) for e in block.edges
+    edges = tuple((e.src, e.dst, mean_hops(mesh, at[e.src], at[e.dst]),
+                   link_share(mesh, at[e.src], at[e.dst])) for e in block.edges
                   if e.src in at and e.dst in at)
+    lead = _transfer_cycles(load, machine) + max(
+        (_input_cycles(block, c, batch, r, machine) for c, r in zip(columns, regions, strict=True)),
+        default=0.0)
     return StateOption(split, columns, regions, cycles, energy, step, load,
                        tuple(mean_hops(mesh, chip, r) for r in regions),
-                       tuple(dram_hops(mesh, r) for r in regions), edges)
+                       tuple(dram_hops(mesh, r) for r in regions), edges, lead, cycles,
+                       tuple(link_share(mesh, chip, r) for r in regions))
+
+
+def _transfer_cycles(traffic: Traffic, machine: Machine) -> float:
+    """Time of a transfer alone on the machine: the slower of its DRAM and NoC parts."""
+    return max(dram_cycles(traffic.dram_bytes, machine), noc_time(traffic, machine.tiles, machine))
+
+
+def _input_cycles(block: Block, column: int, batch: int, region: Region, machine: Machine) -> float:
+    """One step's inputs from outside the block reaching a column's region: through DRAM,
+    or over the region's links when the block's inputs stay on chip."""
+    nbytes = block.external_in[column] * batch
+    if not nbytes:
+        return 0.0
+    if block.in_from_sram:
+        chip = Region(0, machine.tiles)
+        return link_cycles(nbytes * link_share(Mesh.of(machine), chip, region), machine)
+    return dram_cycles(nbytes, machine)
 
 
 @lru_cache(maxsize=50_000)
@@ -145,20 +188,35 @@ def state_options(block: Block, state: int, batch: int, machine: Machine,
     if len(columns) > budget:
         return ()
     seen: dict[tuple[int, ...], str] = {}
+    floors = tuple(min_tiles(block.layers[c], batch, machine, backward) for c in columns)
     for split in splits:
         counts = (balanced_split(block, columns, batch, budget, machine, backward)
-                  if split == "balanced" else flops_split(block, columns, budget, backward))
-        seen.setdefault(counts, split)
+                  if split == "balanced" else flops_split(block, columns, budget, backward, floors))
+        if counts is not None:
+            seen.setdefault(counts, split)
     return tuple(_option(block, split, columns, counts, batch, machine, backward)
                  for counts, split in seen.items())
 
 
 def edge_hops(machine: Machine, option: StateOption, src: int, dst: int) -> float:
     """Hops of a direct producer-to-consumer transfer inside one state."""
-    for a, b, hops in option.edges:
+    for a, b, hops, _ in option.edges:
         if (a, b) == (src, dst):
             return hops
     return mean_hops(Mesh.of(machine), option.region(src), option.region(dst))
+
+
+def edge_share(machine: Machine, option: StateOption, src: int, dst: int) -> float:
+    """Busiest-link share of a direct producer-to-consumer transfer inside one state."""
+    for a, b, _, share in option.edges:
+        if (a, b) == (src, dst):
+            return share
+    return link_share(Mesh.of(machine), option.region(src), option.region(dst))
+
+
+def sram_share(machine: Machine, option: StateOption, column: int) -> float:
+    """Busiest-link share of data spread over the chip's SRAM reaching a column's region."""
+    return option.sram_share[option.columns.index(column)]
 
 
 def sram_hops(machine: Machine, option: StateOption, column: int) -> float:

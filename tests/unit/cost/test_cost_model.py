@@ -58,8 +58,8 @@ def test_hops_on_mesh() -> None:
     first_row, last_row = Region(0, 4), Region(12, 4)
     assert mean_hops(mesh, first_row, first_row) == 1.25  # mean |c1-c2| over a 4-wide row
     assert mean_hops(mesh, first_row, last_row) == 3 + 1.25
-    # Ports sit on the left and right columns: columns 0 and 3 are 0 hops, 1 and 2 are 1.
-    assert dram_hops(mesh, first_row) == 0.5
+    # One port serves a region: the corner port (0, 0) is 0, 1, 2 and 3 hops from the row.
+    assert dram_hops(mesh, first_row) == 1.5
     assert split_regions(2, (3, 5)) == (Region(2, 3), Region(5, 5))
 
 
@@ -106,3 +106,26 @@ def test_lower_bounds() -> None:
     assert compulsory_dram_bytes(net, 64, training=True) > compulsory_dram_bytes(net, 64)
     train = lower_bounds(net, 64, CLOUD, training=True)
     assert math.isclose(train.latency_cycles, 3 * lb.latency_cycles)
+
+
+def test_link_share_is_the_busiest_link_of_xy_routing() -> None:
+    from collections import Counter
+
+    from crane.cost.placement import _coords, link_share
+    from crane.exec.tile_sim.timing_flows import xy_route
+
+    for rows, cols in ((4, 4), (3, 5)):
+        mesh = Mesh(rows, cols, ((0, 0),))
+        for src, dst in ((Region(0, 4), Region(12 % (rows * cols), 3)), (Region(1, 7), Region(0, 5)),
+                         (Region(0, rows * cols), Region(2, 2))):
+            a = [int(r) * cols + int(c) for r, c in _coords(mesh, src)]
+            b = [int(r) * cols + int(c) for r, c in _coords(mesh, dst)]
+            load: Counter[tuple[int, int]] = Counter()
+            for x in a:
+                for y in b:
+                    route = xy_route(x, y, cols)
+                    load.update(zip(route, route[1:], strict=False))
+            expected = max(load.values(), default=0) / (len(a) * len(b))
+            assert abs(link_share(mesh, src, dst) - expected) < 1e-12
+    # Every tile to one tile: all of it arrives over the receiver's two links at most.
+    assert link_share(Mesh.of(EDGE), Region(0, 16), Region(5, 1)) >= 0.25

@@ -11,7 +11,7 @@ from crane.schedule import canonical, exhaustive
 from crane.schedule.block import Block
 from crane.schedule.builders import chain, diamond, transformer_block
 from crane.schedule.checks import check_tables
-from crane.schedule.evaluate import evaluate, tables_of
+from crane.schedule.evaluate import Plan, activation_capacity, evaluate, tables_of
 from crane.schedule.formulate import formulate
 from crane.schedule.objective import Objective
 from crane.schedule.pareto import sweep
@@ -61,10 +61,18 @@ def test_vertices_of_a_chain() -> None:
 
 def test_sram_capacity_forces_spill() -> None:
     block = Block.of(chain(2), 0, 2)
-    tiny = EDGE.with_changes(sram_bytes=4 * 1024)  # 32 KiB for activations < 49 KiB
-    form = formulate(block, 1, 3, tiny)
+    # 80 KiB tiles: a layer's working set fits on half the mesh (so both columns can run
+    # together), but a tile keeps at most 20 KiB of outputs for later states, less than
+    # 10 sub-batches of layer 1 spread over all 16 tiles (31 KiB each).
+    tiny = EDGE.with_changes(sram_bytes=80 * 1024)
+    form = formulate(block, 1, 10, tiny)
     assert form is not None
     result = sweep(form, Objective.parse("energy"))
     assert result.best is not None
-    assert evaluate(result.best.plan, tiny).feasible
-    assert result.best.plan.fused == (False, False)
+    cost = evaluate(result.best.plan, tiny)
+    assert cost.feasible and cost.peak_sram_bytes <= activation_capacity(tiny)
+    # Running layer 1 over every sub-batch first and keeping all its outputs on chip (the
+    # energy optimum without the capacity) is ruled out.
+    everything = Plan(block, 1, 10, ((10,), (0,), (10,)), (True, False))
+    assert not evaluate(everything, tiny).feasible
+    assert result.best.plan != everything
