@@ -5,8 +5,8 @@ from the instruction that first writes it to the last one that reads it, both in
 Two buffers whose ranges share an instruction must not share SRAM bytes.
 
 Double buffering (the rule the allocator applies when asked to): a buffer filled by a DMA
-load has its range *start at the last compute instruction before that load* instead of at
-the load itself. So the buffer is live during that compute, and it cannot get the bytes of
+load or a NoC receive has its range *start at the last compute instruction before that
+transfer* instead of at the transfer itself. So the buffer is live during that compute, and it cannot get the bytes of
 anything that compute reads or writes. The load of sub-batch ``k + 1`` can then run while
 compute ``k`` still reads its own operands, and a later-issued load never waits for the
 compute ahead of it in the program. A load with no compute before it keeps its range.
@@ -31,7 +31,8 @@ class BufferRequest:
     last: int
     """Index of the last instruction that uses it (``>= first``)."""
     dma_target: bool = False
-    """Filled by a DMA load: double buffering moves its start one compute step earlier."""
+    """Filled by a DMA load or a NoC receive: double buffering moves its start one compute
+    step earlier."""
 
     def __post_init__(self) -> None:
         if self.nbytes < 0:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from crane.alloc.assign import Allocation, AllocationError, allocate
 from crane.alloc.liveness import BufferRequest
-from crane.dialects.tile import AllocOp, ComputeOp, CopyOp, LoadOp, ProgramOp
+from crane.dialects.tile import AllocOp, ComputeOp, CopyOp, LoadOp, ProgramOp, RecvOp
 from crane.ir.core import Operation
 
 
@@ -49,7 +49,7 @@ def program_buffers(program: ProgramOp) -> ProgramBuffers:
         names.add(name)
         users = sorted({position[id(u)] for u in op.buffer.users() if id(u) in position})
         first, last = (users[0], users[-1]) if users else (i, i)
-        loaded = bool(users) and isinstance(instructions[first], LoadOp)
+        loaded = bool(users) and isinstance(instructions[first], LoadOp | RecvOp)
         requests.append(BufferRequest(name, op.byte_size, first, last,
                                       dma_target=loaded))
         allocs.append(op)

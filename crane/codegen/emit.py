@@ -1,27 +1,34 @@
 """The instruction emitter: runs the phases of ``crane.codegen.plan`` on a model of the chip.
 
 The emitter walks the items in order and, for every op of an item's layer, divides it over
-the item's tiles (``crane.codegen.rules``) and emits on each tile: the operand buffers, the
-``compute`` and the bookkeeping of where each result box now lives (a *piece*: tile,
-buffer, phase). An operand box is obtained, in this order of preference:
+the item's tiles and emits on each tile: the operand buffers, the ``compute`` and the
+bookkeeping of where each result box now lives (a *piece*: tile, buffer, phase). A layer's
+main op is divided as the cost model divides it (``crane.codegen.partition``); the ops
+merged into it follow its pieces; other ops use the split rules of ``crane.codegen.rules``.
 
-1. from pieces on chip that may still be read: produced in the current phase, or held in
-   SRAM because the producing layer is fused (its output stays on chip within its block).
-   A piece on another tile is cut to the needed box (``compute "slice"``) and sent over the
-   NoC (``send``/``recv``, unique tags); several pieces are joined with ``compute
-   "concat"`` along the axes that separate them;
-2. from DRAM (``load`` with the box's offsets), for network inputs, weights (cached per tile
-   within a block), optimizer state and values stored in an earlier phase.
+Operands are fetched for all parts of an op at once, so that a box several tiles read is
+fetched once and shared over the NoC (``Chip.broadcast``, a tree from the tile holding
+it): the input of a channel-split layer, a weight slice of a batch- or space-split one.
+A box is taken, in this order of preference:
 
-A dense conv or linear part that would read and write more than half a tile's SRAM (at
-the machine's element width) runs in input-channel chunks whose partial sums the tile adds
-as it goes (``rules.reduction_chunks``). A result is stored to DRAM when it is a network output, feeds a backward op, or feeds a
-layer that cannot take it from SRAM (its producer is not fused, or it is in another
-block). Partial sums (batch-split weight gradients) are sent to the first tile of the op,
-added there (``compute "add"``) and stored once. Every send is emitted right before its
-matching receive and every barrier on all tiles at once, so the programs cannot deadlock
-whether sends block or not: each blocking instruction waits only for instructions emitted
-before it.
+1. from pieces on chip that may still be read: produced in the current phase, held in SRAM
+   because the producing layer is fused (its output stays on chip within its block), or
+   kept across blocks because the schedule's memory table keeps the producing column's
+   output in SRAM after its block. A piece on another tile is cut to the needed box
+   (``copy``) and sent over the NoC (``send``/``recv``, unique tags); several pieces are
+   joined with ``copy`` into one buffer;
+2. from a copy already on chip: a weight slice loaded earlier in the block, or a box of an
+   input or a spilled value loaded earlier in the phase;
+3. from DRAM (``load`` with the box's offsets), for network inputs, weights, optimizer
+   state and values stored in an earlier phase.
+
+A dense conv or linear part that would read and write more than half a tile's SRAM (at the
+machine's element width) runs in input-channel chunks whose partial sums the tile adds as
+it goes (``rules.reduction_chunks``). A result is stored to DRAM when it is a network
+output, feeds a backward op, or feeds a layer that cannot take it from SRAM (its producer
+is not fused, or it is in another block that the schedule does not keep it for). Partial
+sums (batch-split weight gradients) are sent to the first tile of the op, added there
+(``compute "accumulate"``) and stored once.
 """
 
 from __future__ import annotations
@@ -29,36 +36,27 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from crane.codegen.boxes import Box, extent, full, intersect, starts, text, volume
+from crane.codegen.boxes import Box, contains, extent, full, intersect, text, volume
+from crane.codegen.chip import Chip, dtype_of
 from crane.codegen.ownership import CodegenError
+from crane.codegen.partition import PARTITIONED, layer_partition, partition_boxes
 from crane.codegen.plan import Home, Item, Phase
-from crane.codegen.program import (
-    Alloc,
-    Barrier,
-    Buffer,
-    Compute,
-    Copy,
-    DramTensor,
-    Instruction,
-    Load,
-    Program,
-    Recv,
-    Send,
-    Store,
-)
+from crane.codegen.program import Buffer, Compute, DramTensor, Program
 from crane.codegen.rules import (
     ELEMENTWISE,
+    NEEDS,
     Part,
     reduction_chunks,
     running_statistics,
     shape_of,
     split_forward,
     split_training,
+    temporal_chunks,
 )
 from crane.dialects.graph import LayerOp, WeightOp
 from crane.dialects.graph_grad import OptimizerStateOp
 from crane.ir.core import BlockArgument, Operation, Value
-from crane.ir.types import TensorType
+from crane.schedule.workload import Dims
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +67,10 @@ class Piece:
     buffer: Buffer
     phase: int
     held: bool
+    """Readable for the rest of its block (a fused layer's output)."""
     block: int
+    kept: bool = False
+    """Readable by later blocks too (the schedule keeps the output in SRAM)."""
 
 
 @dataclass(frozen=True)
@@ -90,10 +91,13 @@ class Context:
     """The machine's element width (what ``budget`` counts)."""
     chunk_budget: int = 0
     """Bytes above which a dense conv or linear part runs in input-channel chunks."""
-
-
-def _dtype(value: Value) -> str:
-    return str(value.type.element) if isinstance(value.type, TensorType) else "f32"
+    step_budget: int = 0
+    """Activation bytes above which a tile runs its part in steps (0: never)."""
+    anchors: Mapping[Operation, str] | None = None
+    """The op making each layer, split like the cost model does (None: the split rules)."""
+    dims: Mapping[str, Dims] | None = None
+    kept: frozenset[str] = frozenset()
+    """Layers whose output the schedule keeps in SRAM after their block."""
 
 
 def _resident(value: Value) -> bool:
@@ -101,24 +105,44 @@ def _resident(value: Value) -> bool:
     return isinstance(value, BlockArgument) or isinstance(value.owner_op, WeightOp | OptimizerStateOp)
 
 
+def _is_weight(value: Value) -> bool:
+    return isinstance(value.owner_op, WeightOp)
+
+
 class Emitter:
     """Emits the programs of all mesh tiles phase by phase (see the module docstring)."""
 
     def __init__(self, rows: int, cols: int, ctx: Context) -> None:
-        self.programs = [Program(r * cols + c, r, c) for r in range(rows) for c in range(cols)]
         self.ctx = ctx
+        self.chip = Chip(rows, cols, self._tensor_name)
         self.pieces: dict[Value, list[Piece]] = {}
+        self.copies: dict[Value, list[Piece]] = {}
         self.stored: dict[Value, list[tuple[Box, int]]] = {}
-        self.cache: dict[tuple[int, Value, Box], Buffer] = {}
-        self.tensors: dict[Value, DramTensor] = {}
-        self.names: set[str] = set()
         self.phase = 0
         self.block = -1
-        self.buffers = 0
-        self.tags = 0
         self.store_set = self._must_store()
 
+    @property
+    def programs(self) -> list[Program]:
+        return self.chip.programs
+
+    @property
+    def tensors(self) -> dict[Value, DramTensor]:
+        return self.chip.tensors
+
     # ----- bookkeeping
+    def _tensor_name(self, value: Value) -> tuple[str, str]:
+        owner = value.owner_op
+        if value in self.ctx.outputs:
+            return self.ctx.outputs[value], "output"
+        if isinstance(value, BlockArgument):
+            return value.name_hint or f"arg{value.index}", "input"
+        if isinstance(owner, WeightOp):
+            return owner.weight_name, "weight"
+        if isinstance(owner, OptimizerStateOp):
+            return owner.state_name, "state"
+        return value.name_hint or "v", "gradient" if owner in self.ctx.backward else "activation"
+
     def _must_store(self) -> set[Value]:
         ctx, found = self.ctx, set(self.ctx.outputs)
         for op, layer in ctx.layer_of.items():
@@ -130,173 +154,232 @@ class Emitter:
                     other = ctx.layer_of.get(user)
                     if other is None or other == layer:
                         continue
-                    if not ctx.fused.get(layer) or ctx.block_of[other] != ctx.block_of[layer]:
+                    same_block = ctx.block_of[other] == ctx.block_of[layer]
+                    on_chip = ctx.fused.get(layer) if same_block else layer in ctx.kept
+                    if not on_chip:
                         found.add(result)
         return found
 
-    def emit(self, tile: int, instruction: Instruction) -> None:
-        self.programs[tile].body.append(instruction)
+    def _usable(self, piece: Piece) -> bool:
+        return (piece.phase == self.phase or piece.kept
+                or (piece.held and piece.block == self.block))
 
-    def alloc(self, tile: int, shape: tuple[int, ...], value: Value) -> Buffer:
-        self.buffers += 1
-        buffer = Buffer(self.buffers, tile, shape, _dtype(value), self.tensor(value).name
-                        if value in self.tensors else (value.name_hint or ""))
-        self.emit(tile, Alloc(buffer))
-        return buffer
+    def _copy_usable(self, piece: Piece, value: Value) -> bool:
+        if piece.phase == self.phase:
+            return True
+        return _is_weight(value) and self.block >= 0 and piece.block == self.block
 
-    def tensor(self, value: Value) -> DramTensor:
-        """The DRAM tensor of ``value`` (declared on first use)."""
-        found = self.tensors.get(value)
+    def _remember(self, value: Value, box: Box, buffer: Buffer) -> None:
+        """A copy of ``box`` of ``value`` now on ``buffer``'s tile, for other tiles to share."""
+        self.copies.setdefault(value, []).append(Piece(box, buffer, self.phase, False, self.block))
+
+    # ----- fetching operands
+    def _on_chip(self, value: Value, box: Box, tile: int) -> Buffer | None:
+        """``box`` on ``tile`` from usable pieces or copies, or None if they do not cover it."""
+        copies = [p for p in self.copies.get(value, ()) if self._copy_usable(p, value)
+                  and contains(p.box, box)]
+        mine = [p for p in copies if p.buffer.tile == tile]
+        if mine:
+            return self.chip.cut(mine[0].buffer, mine[0].box, box, value)
+        usable = [p for p in self.pieces.get(value, ()) if self._usable(p)]
+        whole = [p for p in usable if contains(p.box, box)] + copies
+        if whole:
+            source = min(whole, key=lambda p: self.chip.hops(p.buffer.tile, tile))
+            return self.chip.transfer(source.buffer, source.box, box, tile, value)
+        hits = [(cut, p) for p in usable if (cut := intersect(p.box, box)) is not None]
+        if not hits or sum(volume(cut) for cut, _ in hits) != volume(box):
+            return None
+        joined = self.chip.alloc(tile, extent(box), value)
+        for cut, p in hits:
+            self.chip.transfer(p.buffer, p.box, cut, tile, value, into=(joined, box))
+        return joined
+
+    def get(self, value: Value, box: Box, tile: int, port: int, share: bool = True) -> Buffer:
+        """A buffer on ``tile`` holding ``box`` of ``value`` (see the module docstring)."""
+        found = self._on_chip(value, box, tile)
         if found is not None:
             return found
-        owner = value.owner_op
-        if value in self.ctx.outputs:
-            name, role = self.ctx.outputs[value], "output"
-        elif isinstance(value, BlockArgument):
-            name, role = value.name_hint or f"arg{value.index}", "input"
-        elif isinstance(owner, WeightOp):
-            name, role = owner.weight_name, "weight"
-        elif isinstance(owner, OptimizerStateOp):
-            name, role = owner.state_name, "state"
-        else:
-            name = self._unique(value.name_hint or "v")
-            role = "gradient" if owner in self.ctx.backward else "activation"
-        self.names.add(name)
-        made = DramTensor(name, shape_of(value), _dtype(value), role)
-        self.tensors[value] = made
-        return made
+        if not _resident(value):
+            stored = [b for b, phase in self.stored.get(value, ()) if phase < self.phase]
+            covered = sum(volume(c) for b in stored if (c := intersect(b, box)) is not None)
+            if covered != volume(box):
+                raise CodegenError(f"codegen bug: {text(box)} of '{value.name_hint}' is neither "
+                                   f"on chip nor in DRAM in phase {self.phase}", value.owner_op)
+        loaded = self.chip.load(value, box, tile, port)
+        if share:
+            self._remember(value, box, loaded)
+        return loaded
 
-    def _unique(self, base: str) -> str:
-        name, k = base, 1
-        while name in self.names or any(t.name == name for t in self.tensors.values()):
-            k += 1
-            name = f"{base}#{k}"
-        return name
+    def fetch(self, op: Operation, parts: Sequence[tuple[int, Part]], port: int) -> list[list[Buffer | None]]:
+        """Every part's operand buffers; a box several parts read is fetched once and
+        broadcast to their tiles."""
+        readers: dict[tuple[int, Box], list[int]] = {}
+        for tile, part in parts:
+            for k, box in enumerate(part.ins):
+                if box is not None:
+                    readers.setdefault((k, box), []).append(tile)
+        got: dict[tuple[int, Box, int], Buffer] = {}
+        for (k, box), tiles in readers.items():
+            value = op.operands[k]
+            spread = self._spread(value, box, tiles, port)
+            for tile, buffer in spread.items():
+                got[(k, box, tile)] = buffer
+        return [[None if box is None else got[(k, box, tile)] for k, box in enumerate(part.ins)]
+                for tile, part in parts]
 
-    # ----- moving boxes
-    def get(self, value: Value, box: Box, tile: int, port: int, cache: bool = True) -> Buffer:
-        """A buffer on ``tile`` holding ``box`` of ``value`` (see the module docstring)."""
-        if _resident(value):
-            key = (tile, value, box)
-            cached = self.cache.get(key) if cache and isinstance(value.owner_op, WeightOp) else None
-            if cached is None:
-                cached = self.load(value, box, tile, port)
-                if cache:
-                    self.cache[key] = cached
-            return cached
-        usable = [p for p in self.pieces.get(value, ())
-                  if p.phase == self.phase or (p.held and p.block == self.block)]
-        hits = [(cut, p) for p in usable if (cut := intersect(p.box, box)) is not None]
-        if hits and sum(volume(cut) for cut, _ in hits) == volume(box):
-            parts = [(cut, self.move(self.cut(p.buffer, p.box, cut, value), tile, value))
-                     for cut, p in hits]
-            return self.join(parts, box, tile, value)
-        stored = [b for b, phase in self.stored.get(value, ()) if phase < self.phase]
-        covered = sum(volume(c) for b in stored if (c := intersect(b, box)) is not None)
-        if covered != volume(box):
-            raise CodegenError(f"codegen bug: {text(box)} of '{value.name_hint}' is neither on "
-                               f"chip nor in DRAM in phase {self.phase}", value.owner_op)
-        return self.load(value, box, tile, port)
+    def _local(self, value: Value, box: Box, tile: int) -> Buffer | None:
+        """``box`` from a usable copy already on ``tile`` (None if there is none)."""
+        for piece in self.copies.get(value, ()):
+            if piece.buffer.tile == tile and self._copy_usable(piece, value) and contains(piece.box, box):
+                return self.chip.cut(piece.buffer, piece.box, box, value)
+        return None
 
-    def load(self, value: Value, box: Box, tile: int, port: int) -> Buffer:
-        buffer = self.alloc(tile, extent(box), value)
-        self.emit(tile, Load(buffer, self.tensor(value).name, starts(box), port))
-        return buffer
-
-    def cut(self, buffer: Buffer, have: Box, want: Box, value: Value) -> Buffer:
-        """``want`` out of a buffer holding ``have`` (a ``copy`` unless they are equal)."""
-        if have == want:
-            return buffer
-        out = self.alloc(buffer.tile, extent(want), value)
-        offsets = tuple(c - a for (a, _), (c, _) in zip(have, want, strict=True))
-        self.emit(buffer.tile, Copy(out, buffer, offsets, (0,) * len(want), extent(want)))
-        return out
-
-    def move(self, buffer: Buffer, tile: int, value: Value) -> Buffer:
-        """``buffer`` sent to ``tile`` (itself when it is already there)."""
-        if buffer.tile == tile:
-            return buffer
-        self.tags += 1
-        target = self.alloc(tile, buffer.shape, value)
-        self.emit(buffer.tile, Send(buffer, tile, self.tags))
-        self.emit(tile, Recv(target, buffer.tile, self.tags))
-        return target
-
-    def join(self, parts: Sequence[tuple[Box, Buffer]], box: Box, tile: int, value: Value) -> Buffer:
-        """One buffer holding ``box`` from pieces that tile it (a ``copy`` per piece)."""
-        if len(parts) == 1:
-            return parts[0][1]
-        out = self.alloc(tile, extent(box), value)
-        for have, buffer in parts:
-            offsets = tuple(a - c for (a, _), (c, _) in zip(have, box, strict=True))
-            self.emit(tile, Copy(out, buffer, (0,) * len(have), offsets, extent(have)))
-        return out
+    def _spread(self, value: Value, box: Box, tiles: Sequence[int], port: int) -> dict[int, Buffer]:
+        """``box`` on every tile of ``tiles``: fetched once, then broadcast over the NoC."""
+        unique = list(dict.fromkeys(tiles))
+        if len(unique) == 1:
+            return {unique[0]: self.get(value, box, unique[0], port)}
+        local = {t: b for t in unique if (b := self._local(value, box, t)) is not None}
+        source = next(iter(local.values())) if local else self.get(value, box, unique[0], port)
+        spread = self.chip.broadcast(source, unique, value, local)
+        for buffer in spread.values():
+            if buffer is not source and buffer not in local.values():
+                self._remember(value, box, buffer)
+        return spread
 
     # ----- ops
     def run_op(self, op: Operation, parts: Sequence[tuple[int, Part]], port: int) -> None:
-        """Emit every part of ``op``, reduce partial sums, store what DRAM must hold."""
-        held = bool(self.ctx.fused.get(self.ctx.layer_of.get(op, ""))) and self.block >= 0
+        """Emit every part of ``op`` (in steps over each tile's output when big, see
+        ``rules.temporal_chunks``), reduce partial sums, store what DRAM must hold."""
+        layer = self.ctx.layer_of.get(op, "")
+        held = bool(self.ctx.fused.get(layer)) and self.block >= 0
+        kept = layer in self.ctx.kept and self.block >= 0
         made: list[list[Piece]] = [[] for _ in op.results]
         partial: list[list[Buffer]] = [[] for _ in op.results]
-        for tile, part in parts:
-            outs = self.compute(op, part, tile, port)
-            for k, (box, buffer) in enumerate(zip(part.outs, outs, strict=True)):
-                if part.partial and part.partial[k]:
-                    partial[k].append(buffer)
-                else:
-                    made[k].append(Piece(box, buffer, self.phase, held, self.block))
+        steps = [temporal_chunks(op, part, self.ctx.step_budget, self.ctx.elem_bytes,
+                                 self.ctx.chunk_budget) for _, part in parts]
+        for step in range(max((len(s) for s in steps), default=0)):
+            now = [(tile, s[step]) for (tile, _), s in zip(parts, steps, strict=True) if step < len(s)]
+            for (_, part), outs in zip(now, self.run_parts(op, now, port), strict=True):
+                for k, (box, buffer) in enumerate(zip(part.outs, outs, strict=True)):
+                    if part.partial and part.partial[k]:
+                        partial[k].append(buffer)
+                    else:
+                        made[k].append(Piece(box, buffer, self.phase, held, self.block, kept))
         for k, buffers in enumerate(partial):
             if buffers:
                 made[k].append(Piece(full(shape_of(op.results[k])), self.reduce(buffers, op.results[k]),
-                                     self.phase, held, self.block))
+                                     self.phase, held, self.block, kept))
         for result, pieces in zip(op.results, made, strict=True):
             self.pieces.setdefault(result, []).extend(pieces)
             if result in self.store_set:
                 self.store(result, pieces, port)
 
-    def compute(self, op: Operation, part: Part, tile: int, port: int) -> tuple[Buffer, ...]:
-        """One part on ``tile``: operands, compute (in input-channel chunks if too big)."""
-        chunks = reduction_chunks(op, part, self.ctx.chunk_budget, self.ctx.elem_bytes)
-        total: tuple[Buffer, ...] = ()
-        for chunk in chunks:
-            ins = tuple(self.get(v, box, tile, port, cache=len(chunks) == 1)
-                        for v, box in zip(op.operands, chunk.ins, strict=True) if box is not None)
-            outs = tuple(self.alloc(tile, extent(box), r) for r, box in zip(op.results, chunk.outs, strict=True))
-            self.emit(tile, Compute(_op_name(op), outs, ins, {**op.attributes, **chunk.attrs}))
-            if total:
-                added = self.alloc(tile, outs[0].shape, op.results[0])
-                self.emit(tile, Compute("accumulate", (added,), (total[0], outs[0])))
-                outs = (added,)
-            total = outs
-        return total
+    def run_parts(self, op: Operation, parts: Sequence[tuple[int, Part]],
+                  port: int) -> list[tuple[Buffer, ...]]:
+        """The output buffers of some parts (one per tile): shared operands fetched once,
+        parts too big for a tile's SRAM in input-channel chunks whose partial sums each
+        tile adds as it goes (chunk ``k`` of every part is fetched together, so a kernel
+        slice several tiles read still comes from DRAM once)."""
+        chunked = [reduction_chunks(op, part, self.ctx.chunk_budget, self.ctx.elem_bytes)
+                   for _, part in parts]
+        totals: list[tuple[Buffer, ...]] = [() for _ in parts]
+        for k in range(max((len(c) for c in chunked), default=0)):
+            now = [(i, tile, chunks[k]) for i, ((tile, _), chunks) in enumerate(zip(parts, chunked, strict=True))
+                   if k < len(chunks)]
+            marks = {v: len(self.copies.get(v, ())) for v in op.operands}
+            fetched = self.fetch(op, [(tile, chunk) for _, tile, chunk in now], port)
+            if len(chunked[0]) > 1:
+                # Chunks stream through: their copies are not kept for later steps.
+                for value, mark in marks.items():
+                    del self.copies.get(value, [])[mark:]
+            for (i, tile, chunk), ins in zip(now, fetched, strict=True):
+                outs = self.compute(op, chunk, tile, ins)
+                if totals[i]:
+                    added = self.chip.alloc(tile, outs[0].shape, op.results[0])
+                    self.chip.emit(tile, Compute("accumulate", (added,), (totals[i][0], outs[0])))
+                    outs = (added,)
+                totals[i] = outs
+        return totals
+
+    def compute(self, op: Operation, part: Part, tile: int, ins: Sequence[Buffer | None]) -> tuple[Buffer, ...]:
+        """One part on ``tile`` from its fetched operands (in place over its first operand
+        when nothing else reads that, see :meth:`_in_place`)."""
+        reuse = self._in_place(op, part, ins)
+        outs = (reuse,) if reuse is not None else tuple(
+            self.chip.alloc(tile, extent(box), r) for r, box in zip(op.results, part.outs, strict=True))
+        operands = tuple(b for b in ins if b is not None)
+        self.chip.emit(tile, Compute(_op_name(op), outs, operands, {**op.attributes, **part.attrs}))
+        return outs
+
+    def _in_place(self, op: Operation, part: Part, ins: Sequence[Buffer | None]) -> Buffer | None:
+        """The first operand's buffer, if an elementwise op may overwrite it: the op is its
+        value's only reader and the buffer is that value's own piece of the output's box
+        (as after a convolution, its batchnorm and its activation), which halves the SRAM
+        the chain needs."""
+        if not isinstance(op, LayerOp) or len(op.results) != 1 or not ins or ins[0] is None:
+            return None
+        elementwise = op.kind.name in ELEMENTWISE or (op.kind.name == "batchnorm"
+                                                      and running_statistics(op))
+        source, buffer = op.operands[0], ins[0]
+        if not elementwise or buffer.shape != extent(part.outs[0]) or any(
+                True for user in source.users() if user is not op):
+            return None
+        own = any(p.buffer is buffer and p.box == part.outs[0] for p in self.pieces.get(source, ()))
+        return buffer if own and buffer.dtype == dtype_of(op.results[0]) else None
 
     def reduce(self, buffers: Sequence[Buffer], value: Value) -> Buffer:
         """Partial sums sent to the first one's tile and added there (``accumulate``)."""
         first = buffers[0]
         if len(buffers) == 1:
             return first
-        moved = [first, *(self.move(b, first.tile, value) for b in buffers[1:])]
-        out = self.alloc(first.tile, first.shape, value)
-        self.emit(first.tile, Compute("accumulate", (out,), tuple(moved)))
+        moved = [first, *(self.chip.move(b, first.tile, value) for b in buffers[1:])]
+        out = self.chip.alloc(first.tile, first.shape, value)
+        self.chip.emit(first.tile, Compute("accumulate", (out,), tuple(moved)))
         return out
 
     def store(self, value: Value, pieces: Sequence[Piece], port: int) -> None:
-        name = self.tensor(value).name
         for piece in pieces:
-            self.emit(piece.buffer.tile, Store(piece.buffer, name, starts(piece.box), port))
+            self.chip.store(value, piece.buffer, piece.box, port)
             self.stored.setdefault(value, []).append((piece.box, self.phase))
 
+    # ----- splitting forward ops
     def forward_parts(self, op: LayerOp, item: Item) -> list[tuple[int, Part]]:
-        """The parts of a forward op; elementwise ops follow their input's pieces."""
+        """The parts of a forward op: a layer's main op as the cost model splits it, ops
+        merged into it on its pieces, the rest by the split rules."""
         tiles = item.home.tiles
         follows = op.kind.name in ELEMENTWISE or (op.kind.name == "batchnorm"
                                                   and running_statistics(op))
         inherited = self._inherit(op, item) if follows else None
         if inherited:
             return inherited
+        planned = self._partitioned(op, item)
+        if planned is not None:
+            return planned
         parts = split_forward(op, item.span, self.ctx.batch, len(tiles), self.ctx.training,
                               self.ctx.budget, self.ctx.elem_bytes)
         return list(zip(tiles, parts, strict=False))
+
+    def _partitioned(self, op: LayerOp, item: Item) -> list[tuple[int, Part]] | None:
+        anchors, dims = self.ctx.anchors, self.ctx.dims
+        if anchors is None or dims is None or op.kind.name not in PARTITIONED:
+            return None
+        layer = anchors.get(op)
+        if layer is None or layer not in dims or not item.home.tiles:
+            return None
+        out = split_forward(op, item.span, self.ctx.batch, 1, self.ctx.training)[0].outs[0]
+        sub = item.span[1] - item.span[0]
+        if shape_of(op.results[0])[:1] != (self.ctx.batch,):
+            return None
+        boxes = partition_boxes(out, layer_partition(dims[layer], sub, len(item.home.tiles)))
+        if boxes is None:
+            return None
+        need = NEEDS[op.kind.name]
+        parts = []
+        for tile, box in zip(item.home.tiles, boxes, strict=False):
+            ins, attrs = need(op, box)
+            parts.append((tile, Part((box,), ins, attrs, (False,))))
+        return parts
 
     def _inherit(self, op: LayerOp, item: Item) -> list[tuple[int, Part]] | None:
         source, result = op.operands[0], op.results[0]
@@ -307,15 +390,14 @@ class Emitter:
                 and p.buffer.tile in item.home.tiles and intersect(p.box, out) == p.box]
         if not mine or sum(volume(p.box) for p in mine) != volume(out):
             return None
-        from crane.codegen.rules import NEEDS
         need = NEEDS[op.kind.name]
         return [(p.buffer.tile, Part((p.box,), need(op, p.box)[0], {}, (False,))) for p in mine]
 
     # ----- phases
     def run_phase(self, phase: Phase, ops_of: Mapping[str, Sequence[Operation]]) -> None:
         backward = bool(phase.ops)
-        if not backward and phase.block != self.block:
-            self.cache.clear()
+        if backward or phase.block != self.block:
+            self.copies.clear()
         self.block = -1 if backward else phase.block
         for item in phase.items:
             if backward:
@@ -325,19 +407,14 @@ class Emitter:
             for op in ops[slice(*item.ops)] if item.ops else ops:
                 assert isinstance(op, LayerOp)
                 self.run_op(op, self.forward_parts(op, item), item.home.port)
-        self.barrier()
+        self.chip.barrier(phase.label)
+        self.phase += 1
 
     def run_backward(self, ops: Sequence[Operation], home: Home) -> None:
-        self.cache.clear()
         for op in ops:
+            self.copies.clear()
             parts = split_training(op, self.ctx.batch, len(home.tiles))
             self.run_op(op, list(zip(home.tiles, parts, strict=False)), home.port)
-
-    def barrier(self) -> None:
-        tiles = tuple(p.tile for p in self.programs)
-        for program in self.programs:
-            program.body.append(Barrier(self.phase, tiles))
-        self.phase += 1
 
 
 def _op_name(op: Operation) -> str:

@@ -31,6 +31,7 @@ from crane.codegen.plan import (
 from crane.codegen.program import TileModule
 from crane.codegen.rebatch import rebatched
 from crane.codegen.rules import whole_batch
+from crane.cost.layer import STREAM_SHARE
 from crane.dialects.graph import FuncOp, ReturnOp
 from crane.dialects.graph_grad import AccumulateOp
 from crane.dialects.segment import BlockOp, ScheduleOp
@@ -126,14 +127,28 @@ def lower_func(func: FuncOp, schedule: ScheduleOp, machine: Machine,
     phases += backward_phases(backward, rank, homes, block_of, batch)
     layer_of = {**dict(own.forward), **dict(backward)}
     ctx = Context(batch, training, layer_of, fused, block_of, output_names(func),
-                  frozenset(op for op, _ in backward), machine.sram_bytes // 2 if fit_sram else 0,
-                  machine.data_bytes, machine.sram_bytes // 2)
+                  frozenset(op for op, _ in backward),
+                  budget=machine.sram_bytes // 2 if fit_sram else 0,
+                  elem_bytes=machine.data_bytes, chunk_budget=machine.sram_bytes // 2,
+                  step_budget=int(STREAM_SHARE * machine.sram_bytes),
+                  anchors=own.anchors, dims=own.dims,
+                  kept=frozenset(name for block in blocks for name in kept_outputs(block)))
     emitter = Emitter(machine.rows, machine.cols, ctx)
     for phase in phases:
         emitter.run_phase(phase, ops_of)
     sym = original.attributes.get("sym_name")
     label = sym.value if isinstance(sym, StringAttr) else ""
     return TileModule(label, emitter.programs, list(emitter.tensors.values()))
+
+
+def kept_outputs(block: BlockOp) -> list[str]:
+    """Columns whose output the block's memory table leaves in SRAM after its last state
+    (for consumers in later blocks)."""
+    tables = block.tables()
+    if not tables.sct.values:
+        return []
+    done, sram = tables.sct.values[-1], tables.met.sram[-1]
+    return [name for name, high, low in zip(block.layer_names, done, sram, strict=False) if low < high]
 
 
 def _backward_homes(schedule: ScheduleOp, machine: Machine, homes: dict[str, Home],

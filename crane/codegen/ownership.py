@@ -23,12 +23,13 @@ when that is what the schedule's layers say.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from crane.dialects.graph import FuncOp, LayerOp, ReturnOp, WeightOp
 from crane.dialects.graph_grad import AccumulateOp, FillOp, GradOp, OptimizerStateOp, UpdateOp
 from crane.ir.core import Operation, Value
 from crane.schedule.from_graph import _Builder, graph_batch
+from crane.schedule.workload import Dims
 
 
 class CodegenError(Exception):
@@ -64,6 +65,10 @@ class Ownership:
     forward: list[tuple[Operation, str]]
     backward: list[tuple[Operation, str]]
     layers: list[str]
+    anchors: dict[Operation, str] = field(default_factory=dict)
+    """The op that makes each layer (its compute op; ops merged into it follow its parts)."""
+    dims: dict[str, Dims] = field(default_factory=dict)
+    """Each layer's extents, as the scheduler factorises them over tiles."""
 
 
 def _live(func: FuncOp) -> set[Operation]:
@@ -88,6 +93,7 @@ def owners(func: FuncOp, training: bool, forward_only: bool = True) -> Ownership
     builder = _ForwardBuilder(graph_batch(func), 1, training, forward_only)
     live = _live(func)
     direct: dict[Operation, str] = {}
+    anchors: dict[Operation, str] = {}
     pending: list[Operation] = []
     order = [op for op in func.body.ops if op in live and not isinstance(op, ReturnOp)]
     for op in order:
@@ -97,7 +103,10 @@ def owners(func: FuncOp, training: bool, forward_only: bool = True) -> Ownership
         if not isinstance(op, LayerOp):
             continue
         if not op.kind.is_loss:
+            made = len(builder.layers)
             builder.visit(op)
+            if len(builder.layers) > made:
+                anchors[op] = builder.layers[-1].name
         owner = builder.owner.get(op.results[0])
         if owner is not None and not op.kind.is_loss:
             direct[op] = owner.name
@@ -107,7 +116,8 @@ def owners(func: FuncOp, training: bool, forward_only: bool = True) -> Ownership
     forward = [(op, direct[op]) for op in order if op in direct]
     backward_ops = [op for op in order if not isinstance(op, LayerOp | WeightOp | OptimizerStateOp)]
     backward = _backward_owners(backward_ops, direct)
-    return Ownership(forward, backward, [layer.name for layer in builder.layers])
+    return Ownership(forward, backward, [layer.name for layer in builder.layers], anchors,
+                     {layer.name: layer.dims for layer in builder.layers})
 
 
 def _producer_layer(value: Value, direct: dict[Operation, str]) -> str | None:

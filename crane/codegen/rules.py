@@ -305,26 +305,87 @@ def footprint(part: Part, elem_bytes: int = 4) -> int:
     return elem_bytes * sum(volume(b) for b in (*part.outs, *part.ins) if b is not None)
 
 
+STREAM_AXES: Mapping[str, tuple[int, ...]] = {
+    "conv2d": (2, 0, 3), "max_pool2d": (2, 0, 3), "avg_pool2d": (2, 0, 3),
+    "global_avg_pool": (1, 0), "linear": (-2, 0, -1), "add": (-2, 0, -1), "mul": (-2, 0, -1)}
+"""Layer kinds a tile may run in steps over its output, and the axes it cuts (best first)."""
+WEIGHT_AXES: Mapping[str, tuple[int, ...]] = {"conv2d": (1,), "linear": (-1,)}
+"""Output axes that cut a layer's weights: stepping along them when the weights are the
+bigger operand streams each weight slice once instead of once per step."""
+
+
+def _activation_bytes(op: Operation, part: Part, elem_bytes: int) -> int:
+    """Bytes of the part's output and its non-weight operands."""
+    weights = set(op.weights) if isinstance(op, LayerOp) else set()
+    boxes = [*part.outs, *(b for v, b in zip(op.operands, part.ins, strict=True)
+                           if b is not None and v not in weights)]
+    return elem_bytes * sum(volume(b) for b in boxes)
+
+
+def _weight_bound(op: Operation, part: Part, elem_bytes: int, weight_budget: int) -> bool:
+    """Whether stepping should cut the part's weights: they stream (do not fit
+    ``weight_budget`` bytes) or outweigh its input."""
+    if not isinstance(op, LayerOp) or len(part.ins) < 2:
+        return False
+    weights = set(op.weights)
+    sizes = [(v in weights, volume(b)) for v, b in zip(op.operands, part.ins, strict=True)
+             if b is not None]
+    weight = sum(n for w, n in sizes if w)
+    return weight * elem_bytes > weight_budget or weight > sum(n for w, n in sizes if not w)
+
+
+def temporal_chunks(op: Operation, part: Part, budget: int, elem_bytes: int,
+                    weight_budget: int = 0) -> list[Part]:
+    """A part whose activations exceed ``budget`` bytes as steps over a cut of its output.
+
+    The tile runs the steps one after another, so the next step's operands arrive while it
+    computes the current one (DMA and NoC overlap compute, as the cost model assumes) and
+    only one step's operands need SRAM at a time; weights that fit ``weight_budget`` are
+    fetched once and shared, and steps cut weights that do not (or outweigh the input),
+    so each weight slice still streams in once.
+    """
+    kind = op.kind.name if isinstance(op, LayerOp) else ""
+    axes = STREAM_AXES.get(kind)
+    if not budget or axes is None or len(part.outs) != 1:
+        return [part]
+    count = -(-_activation_bytes(op, part, elem_bytes) // budget)
+    out = part.outs[0]
+    sizes = extent(out)
+    if _weight_bound(op, part, elem_bytes, weight_budget):
+        axes = (*WEIGHT_AXES.get(kind, ()), *axes)
+    axis = next((a % len(out) for a in axes if sizes[a % len(out)] >= 2), None)
+    if count <= 1 or axis is None:
+        return [part]
+    need = NEEDS[kind]
+    chunks = []
+    for span in split_span(*out[axis], min(count, sizes[axis])):
+        box = with_axis(out, axis, span)
+        ins, attrs = need(op, box)
+        chunks.append(Part((box,), ins, attrs, part.partial))
+    return chunks
+
+
 def reduction_chunks(op: Operation, part: Part, budget: int, elem_bytes: int) -> list[Part]:
-    """A dense conv or linear part too big for ``budget`` as chunks of its input channels.
+    """A dense conv or linear part whose kernel slice exceeds ``budget`` bytes (it does not
+    fit the weights' share of SRAM) as chunks of its input channels.
 
     Each chunk reads a slice of the input channels and the matching kernel slice and
     yields a partial sum of the part's output (the bias only in the first chunk); the
-    tile adds them up one after another, so it holds one chunk at a time.
+    tile adds them up one after another, so it holds one kernel chunk at a time. Such
+    weights stream through (the cost model re-reads weights that do not fit for every
+    sub-batch); weights that fit are fetched once and kept.
     """
     kind = op.kind.name if isinstance(op, LayerOp) else ""
-    if not budget or kind not in ("conv2d", "linear") or footprint(part, elem_bytes) <= budget:
+    if not budget or kind not in ("conv2d", "linear") or len(part.ins) < 2:
         return [part]
     dense = kind == "linear" or (_int(op, "groups", 1) == 1
                                  and not getattr(op.attributes.get("depthwise"), "value", False))
     x_box, w_box = part.ins[0], part.ins[1]
-    if not dense or x_box is None or w_box is None:
+    if not dense or x_box is None or w_box is None or elem_bytes * volume(w_box) <= budget:
         return [part]
     x_axis, w_axis = (1, 1) if kind == "conv2d" else (len(x_box) - 1, 0)
     low, high = x_box[x_axis]
-    room = budget - 2 * elem_bytes * volume(part.outs[0])
-    per_channel = elem_bytes * (volume(x_box) + volume(w_box)) / max(1, high - low)
-    count = min(high - low, -(-int(per_channel * (high - low)) // room)) if room > 0 else 1
+    count = min(high - low, -(-elem_bytes * volume(w_box) // budget))
     if count <= 1:
         return [part]
     chunks = []

@@ -1,8 +1,11 @@
 // Two convolutions in one block over two tiles: the first column is fused (its output
 // stays in SRAM), so the second receives it over the NoC, in the same state and a state
-// later; each sub-batch of the first is split by output channel, weights are loaded
-// per slice, every state ends with a barrier of both tiles, and buffers count their bytes
-// at the machine's element width (one byte on edge).
+// later. Each layer is split as the cost model splits it (here by output columns, so
+// parts read halos); a weight slice both tiles read comes from DRAM once and is sent on;
+// the relu runs in place on the convolution's buffer; windowed sends and receives move
+// a box of a buffer (halos, joins) without copies; every state ends with a barrier of
+// both tiles labelled with its block and state; buffers count their bytes at the
+// machine's element width (one byte on edge).
 // RUN: %crane-opt %s -p 'codegen{emit=listing output=%t}' -o /dev/null
 // RUN: filecheck %s --input-file=%t --check-prefix=LIST
 // RUN: %crane-opt %s -p codegen | filecheck %s --check-prefix=IR
@@ -22,36 +25,36 @@ builtin.module @pair attributes {crane.machine = @pair2} {
   }) {func = @pair, policy = "crane", objective = "edp", batch = 2} : () -> ()
 }
 
-// LIST:      # tile 0 (row 0, col 0): 26 instructions
-// LIST-NEXT: alloc   b0 1x3x8x8 f32 192B @-1
+// LIST:      # tile 0 (row 0, col 0): 25 instructions
+// LIST-NEXT: alloc   b0 1x3x8x5 f32 120B @-1
 // LIST-NEXT: load    b0 <- x[0, 0, 0, 0] port 0
-// LIST-NEXT: alloc   b1 2x3x3x3 f32 54B @-1
+// LIST-NEXT: alloc   b1 4x3x3x3 f32 108B @-1
 // LIST-NEXT: load    b1 <- conv2d.weight[0, 0, 0, 0] port 0
-// LIST-NEXT: alloc   b2 1x2x8x8 f32 128B @-1
-// LIST-NEXT: compute conv2d b2 <- b0, b1 {out = 2, kernel = array<i64: 3, 3>, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1, depthwise = false, bias = false}
-// LIST-NEXT: alloc   b3 1x2x8x8 f32 128B @-1
-// LIST-NEXT: compute relu b3 <- b2 {}
-// LIST-NEXT: barrier 0 tiles 0, 1
-// LIST:      compute relu b7 <- b6 {}
-// LIST-NEXT: send    b3 -> tile 1 tag 1
-// LIST-NEXT: barrier 1 tiles 0, 1
-// LIST:      send    b7 -> tile 1 tag 2
-// LIST-NEXT: store   b9 -> y[1, 0, 0, 0] port 1
-// LIST-NEXT: barrier 2 tiles 0, 1
-// LIST-NEXT: # tile 1 (row 0, col 1): 28 instructions
-// LIST:      load    b1 <- conv2d.weight[2, 0, 0, 0] port 0
-// LIST:      barrier 0 tiles 0, 1
-// LIST-NEXT: alloc   b4 1x2x8x8 f32 128B @-1
-// LIST-NEXT: recv    b4 <- tile 0 tag 1
-// LIST-NEXT: alloc   b5 1x4x8x8 f32 256B @-1
-// LIST-NEXT: copy    b5[0, 0, 0, 0] <- b4[0, 0, 0, 0] 1x2x8x8
-// LIST-NEXT: copy    b5[0, 2, 0, 0] <- b3[0, 0, 0, 0] 1x2x8x8
-// LIST:      store   b7 -> y[0, 0, 0, 0] port 1
-// LIST-NEXT: barrier 1 tiles 0, 1
-// LIST-NEXT: alloc   b8 1x4x8x8 f32 256B @-1
-// LIST-NEXT: recv    b8 <- tile 0 tag 2
-// LIST:      store   b10 -> y[1, 2, 0, 0] port 1
-// LIST-NEXT: barrier 2 tiles 0, 1
+// LIST-NEXT: send    b1 -> tile 1 tag 1
+// LIST-NEXT: alloc   b2 1x4x8x4 f32 128B @-1
+// LIST-NEXT: compute conv2d b2 <- b0, b1 {out = 4, kernel = array<i64: 3, 3>, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 0>, dilation = array<i64: 1, 1>, groups = 1, depthwise = false, bias = false}
+// LIST-NEXT: compute relu b2 <- b2 {}
+// LIST-NEXT: barrier 0 tiles 0, 1  # conv2d..y:state0
+// LIST:      compute relu b4 <- b4 {}
+// LIST-NEXT: send    b2 -> tile 1 tag 2
+// LIST-NEXT: barrier 1 tiles 0, 1  # conv2d..y:state1
+// LIST:      send    b4[0, 0, 0, 3] 1x4x8x5 -> tile 1 tag 4
+// LIST:      store   b7 -> y[1, 0, 0, 0] port 1
+// LIST-NEXT: barrier 2 tiles 0, 1  # conv2d..y:state2
+// LIST-NEXT: # tile 1 (row 0, col 1): 24 instructions
+// LIST-NEXT: alloc   b0 4x3x3x3 f32 108B @-1
+// LIST-NEXT: recv    b0 <- tile 0 tag 1
+// LIST-NEXT: alloc   b1 1x3x8x5 f32 120B @-1
+// LIST-NEXT: load    b1 <- x[0, 0, 0, 3] port 0
+// LIST:      barrier 0 tiles 0, 1  # conv2d..y:state0
+// LIST-NEXT: alloc   b3 1x4x8x8 f32 256B @-1
+// LIST-NEXT: recv    b3[0, 0, 0, 0] 1x4x8x4 <- tile 0 tag 2
+// LIST-NEXT: copy    b3[0, 0, 0, 4] <- b2[0, 0, 0, 0] 1x4x8x4
+// LIST:      store   b5 -> y[0, 0, 0, 0] port 1
+// LIST-NEXT: barrier 1 tiles 0, 1  # conv2d..y:state1
+// LIST:      recv    b6 <- tile 0 tag 4
+// LIST:      store   b7 -> y[1, 0, 0, 4] port 1
+// LIST-NEXT: barrier 2 tiles 0, 1  # conv2d..y:state2
 // LIST-NOT:  tile
 
 // IR:      graph.func @pair(
@@ -63,10 +66,12 @@ builtin.module @pair attributes {crane.machine = @pair2} {
 // IR-NEXT: tile.dram {name = "y.weight", shape = array<i64: 4, 4, 3, 3>, dtype = "f32", role = "weight"} : () -> ()
 // IR-NEXT: tile.dram {name = "y", shape = array<i64: 2, 4, 8, 8>, dtype = "f32", role = "output"} : () -> ()
 // IR-NEXT: tile.program ({
-// IR-NEXT:   %{{.*}} = tile.alloc {offset = -1, bytes = 192} : () -> buffer<1x3x8x8xf32, sram>
-// IR:        tile.send %{{.*}} {peer = 1, tag = 1} : (buffer<1x2x8x8xf32, sram>) -> ()
+// IR-NEXT:   %{{.*}} = tile.alloc {offset = -1, bytes = 120} : () -> buffer<1x3x8x5xf32, sram>
+// IR:        tile.send %{{.*}} {peer = 1, tag = 1} : (buffer<4x3x3x3xf32, sram>) -> ()
+// IR:        tile.barrier {id = 0, tiles = array<i64: 0, 1>, label = "conv2d..y:state0"} : () -> ()
+// IR:        tile.send %{{.*}} {peer = 1, tag = 4, offsets = array<i64: 0, 0, 0, 3>, shape = array<i64: 1, 4, 8, 5>} : (buffer<1x4x8x8xf32, sram>) -> ()
 // IR:      }) {tile = 0, row = 0, col = 0} : () -> ()
 // IR-NEXT: tile.program ({
-// IR:        tile.recv %{{.*}} {peer = 0, tag = 1} : (buffer<1x2x8x8xf32, sram>) -> ()
-// IR:        tile.store %{{.*}} {tensor = "y", offsets = array<i64: 1, 2, 0, 0>, port = 1, accumulate = false} : (buffer<1x2x8x8xf32, sram>) -> ()
+// IR:        tile.recv %{{.*}} {peer = 0, tag = 2, offsets = array<i64: 0, 0, 0, 0>, shape = array<i64: 1, 4, 8, 4>} : (buffer<1x4x8x8xf32, sram>) -> ()
+// IR:        tile.store %{{.*}} {tensor = "y", offsets = array<i64: 1, 0, 0, 4>, port = 1, accumulate = false} : (buffer<1x4x8x4xf32, sram>) -> ()
 // IR:      }) {tile = 1, row = 0, col = 1} : () -> ()

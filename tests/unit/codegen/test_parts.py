@@ -7,7 +7,7 @@ import pytest
 from crane.codegen.boxes import full, intersect, split_span, volume
 from crane.codegen.lower import lower_func
 from crane.codegen.ownership import CodegenError, owners
-from crane.codegen.rules import choose, footprint, split_forward
+from crane.codegen.rules import NEEDS, choose, footprint, split_forward
 from crane.dialects.graph import FuncOp, LayerOp
 from crane.ir.attributes import ArrayAttr, DenseIntsAttr, IntAttr
 
@@ -151,7 +151,7 @@ def test_a_budget_trades_the_channel_split_for_one_that_fits() -> None:
     assert max(footprint(p) for p in fitted) <= 60_000 < max(footprint(p) for p in preferred)
 
 
-def test_parts_too_big_for_sram_run_in_input_channel_chunks() -> None:
+def test_parts_too_big_for_sram_run_in_steps() -> None:
     import dataclasses
 
     from crane.codegen.program import Compute
@@ -162,10 +162,26 @@ def test_parts_too_big_for_sram_run_in_input_channel_chunks() -> None:
     small = dataclasses.replace(machine, sram_bytes=96 * 1024)
     made = lower_func(func, schedule, small)
     convs = [i for p in made.programs for i in p.body if isinstance(i, Compute) and i.op == "conv2d"]
-    chunked = [c for c in convs if c.ins[1].shape[1] not in (3, 16, 32)]
-    assert chunked  # kernels sliced along their input channels
+    stepped = [c for c in convs if c.outs[0].shape[2] < 8]  # a few output rows at a time
+    assert stepped and all(c.ins[1].shape[1] in (3, 16, 32) for c in stepped)
     body_ = module.regions[0].blocks[0]
     for op in tile_ops(made):
         body_.append(op)
     report = check(module)
     assert all(c.ok for c in report.comparisons)
+
+
+def test_kernels_too_big_for_their_sram_share_run_in_input_channel_chunks() -> None:
+    from crane.codegen.rules import Part, reduction_chunks
+
+    conv = next(o for o in _func("tiny_resnet").body.ops if isinstance(o, LayerOp)
+                and o.kind.name == "conv2d" and o.operands[1].type.shape == (32, 32, 3, 3))
+    row = ((0, 1), (0, 32), (0, 1), (0, 16))  # one output row: a 9,216-byte kernel slice
+    ins, attrs = NEEDS["conv2d"](conv, row)
+    part = Part((row,), ins, attrs, (False,))
+    assert reduction_chunks(conv, part, 10_000, 1) == [part]  # the kernel fits
+    chunks = reduction_chunks(conv, part, 4_000, 1)
+    assert len(chunks) == 3
+    assert [c.ins[0][1] for c in chunks] == [(0, 11), (11, 22), (22, 32)]
+    assert [c.ins[1][1] for c in chunks] == [(0, 11), (11, 22), (22, 32)]
+    assert all(c.outs == part.outs for c in chunks)

@@ -73,4 +73,6 @@ def test_fused_columns_pass_data_over_the_noc() -> None:
     _, made = lowered("tiny_resnet", 4, False)
     assert any(isinstance(i, Recv) for p in made.programs for i in p.body)
     roles = {t.role for t in made.tensors}
-    assert roles == {"input", "weight", "output", "activation"}
+    # Activations reach DRAM only where the schedule spills them (here every block keeps
+    # its outputs in SRAM for the next one).
+    assert {"input", "weight", "output"} <= roles <= {"input", "weight", "output", "activation"}

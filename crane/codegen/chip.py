@@ -1,0 +1,188 @@
+"""The chip as codegen writes into it: one program per tile, buffers, DRAM tensors and moves.
+
+:class:`Chip` appends instruction records (``crane.codegen.program``) and knows nothing of
+the schedule: it allocates buffers, loads and stores boxes of DRAM tensors, cuts boxes out
+of buffers, sends buffers between tiles and joins pieces. :meth:`Chip.broadcast` copies one
+buffer to a set of tiles along a tree (every tile holding the data forwards it to the
+nearest tile still waiting, so the holders double each round), which is how data that
+several tiles read is fetched from DRAM once and shared over the NoC.
+
+Every send is emitted right before its matching receive and every barrier on all tiles at
+once, so the programs cannot deadlock whether sends block or not: each blocking
+instruction waits only for instructions emitted before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from crane.codegen.boxes import Box, extent, starts
+from crane.codegen.program import (
+    Alloc,
+    Barrier,
+    Buffer,
+    Copy,
+    DramTensor,
+    Instruction,
+    Load,
+    Program,
+    Recv,
+    Send,
+    Store,
+)
+from crane.codegen.rules import shape_of
+from crane.ir.core import Value
+from crane.ir.types import TensorType
+
+TensorNamer = Callable[[Value], tuple[str, str]]
+"""A value -> (DRAM tensor name, role) for values seen for the first time."""
+
+
+def dtype_of(value: Value) -> str:
+    return str(value.type.element) if isinstance(value.type, TensorType) else "f32"
+
+
+class Chip:
+    """Programs of a ``rows`` x ``cols`` mesh being written (see the module docstring)."""
+
+    def __init__(self, rows: int, cols: int, namer: TensorNamer) -> None:
+        self.cols = cols
+        self.programs = [Program(r * cols + c, r, c) for r in range(rows) for c in range(cols)]
+        self.namer = namer
+        self.tensors: dict[Value, DramTensor] = {}
+        self.names: set[str] = set()
+        self.buffers = 0
+        self.tags = 0
+        self.barriers = 0
+
+    # ----- geometry
+    def hops(self, a: int, b: int) -> int:
+        """Manhattan distance between two tiles (the XY route's length)."""
+        (ra, ca), (rb, cb) = divmod(a, self.cols), divmod(b, self.cols)
+        return abs(ra - rb) + abs(ca - cb)
+
+    def nearest(self, tiles: Sequence[int], target: int) -> int:
+        """The tile of ``tiles`` closest to ``target`` (the first on ties)."""
+        return min(tiles, key=lambda t: self.hops(t, target))
+
+    # ----- DRAM tensors
+    def tensor(self, value: Value) -> DramTensor:
+        """The DRAM tensor of ``value`` (declared on first use)."""
+        found = self.tensors.get(value)
+        if found is not None:
+            return found
+        name, role = self.namer(value)
+        if role in ("activation", "gradient"):
+            name = self._unique(name)
+        self.names.add(name)
+        made = DramTensor(name, shape_of(value), dtype_of(value), role)
+        self.tensors[value] = made
+        return made
+
+    def _unique(self, base: str) -> str:
+        name, k = base, 1
+        while name in self.names:
+            k += 1
+            name = f"{base}#{k}"
+        return name
+
+    # ----- instructions
+    def emit(self, tile: int, instruction: Instruction) -> None:
+        self.programs[tile].body.append(instruction)
+
+    def alloc(self, tile: int, shape: tuple[int, ...], value: Value) -> Buffer:
+        self.buffers += 1
+        label = self.tensors[value].name if value in self.tensors else (value.name_hint or "")
+        buffer = Buffer(self.buffers, tile, shape, dtype_of(value), label)
+        self.emit(tile, Alloc(buffer))
+        return buffer
+
+    def load(self, value: Value, box: Box, tile: int, port: int) -> Buffer:
+        buffer = self.alloc(tile, extent(box), value)
+        self.emit(tile, Load(buffer, self.tensor(value).name, starts(box), port))
+        return buffer
+
+    def store(self, value: Value, buffer: Buffer, box: Box, port: int) -> None:
+        self.emit(buffer.tile, Store(buffer, self.tensor(value).name, starts(box), port))
+
+    def cut(self, buffer: Buffer, have: Box, want: Box, value: Value) -> Buffer:
+        """``want`` out of a buffer holding ``have`` (a ``copy`` unless they are equal)."""
+        if have == want:
+            return buffer
+        out = self.alloc(buffer.tile, extent(want), value)
+        offsets = tuple(c - a for (a, _), (c, _) in zip(have, want, strict=True))
+        self.emit(buffer.tile, Copy(out, buffer, offsets, (0,) * len(want), extent(want)))
+        return out
+
+    def move(self, buffer: Buffer, tile: int, value: Value) -> Buffer:
+        """``buffer`` sent to ``tile`` (itself when it is already there)."""
+        if buffer.tile == tile:
+            return buffer
+        self.tags += 1
+        target = self.alloc(tile, buffer.shape, value)
+        self.emit(buffer.tile, Send(buffer, tile, self.tags))
+        self.emit(tile, Recv(target, buffer.tile, self.tags))
+        return target
+
+    def transfer(self, source: Buffer, have: Box, want: Box, tile: int, value: Value,
+                 into: tuple[Buffer, Box] | None = None) -> Buffer:
+        """``want`` (inside ``have``, the box ``source`` holds) on ``tile``, straight from
+        ``source``: a send of that window (no copy on the sender), received into a new
+        buffer or into the window of ``into`` (a buffer and the box it holds)."""
+        if source.tile == tile and into is None:
+            return self.cut(source, have, want, value)
+        if source.tile == tile:
+            target, target_box = into  # type: ignore[misc]
+            self.emit(tile, Copy(target, source, _offsets(have, want), _offsets(target_box, want),
+                                 extent(want)))
+            return target
+        self.tags += 1
+        sent = None if have == want else (_offsets(have, want), extent(want))
+        if into is None:
+            target, window = self.alloc(tile, extent(want), value), None
+        else:
+            target, window = into[0], (_offsets(into[1], want), extent(want))
+        self.emit(source.tile, Send(source, tile, self.tags, sent))
+        self.emit(tile, Recv(target, source.tile, self.tags, window))
+        return target
+
+    def join(self, parts: Sequence[tuple[Box, Buffer]], box: Box, tile: int, value: Value) -> Buffer:
+        """One buffer holding ``box`` from pieces that tile it (a ``copy`` per piece)."""
+        if len(parts) == 1:
+            return parts[0][1]
+        out = self.alloc(tile, extent(box), value)
+        for have, buffer in parts:
+            offsets = tuple(a - c for (a, _), (c, _) in zip(have, box, strict=True))
+            self.emit(tile, Copy(out, buffer, (0,) * len(have), offsets, extent(have)))
+        return out
+
+    def broadcast(self, source: Buffer, tiles: Sequence[int], value: Value,
+                  held: Mapping[int, Buffer] | None = None) -> dict[int, Buffer]:
+        """``source`` on every tile of ``tiles``, forwarded along a tree.
+
+        Each round, every holder (``source``, then the tiles served so far, and ``held``:
+        tiles that already have the data) sends to the nearest tile still waiting, so the
+        number of holders doubles per round and transfers stay short.
+        """
+        have: dict[int, Buffer] = {source.tile: source, **(held or {})}
+        waiting = [t for t in dict.fromkeys(tiles) if t not in have]
+        while waiting:
+            for holder in list(have):
+                if not waiting:
+                    break
+                target = self.nearest(waiting, holder)
+                waiting.remove(target)
+                have[target] = self.move(have[holder], target, value)
+        return {t: have[t] for t in tiles}
+
+    def barrier(self, label: str = "") -> None:
+        """Every tile waits for all the others (the end of a phase)."""
+        tiles = tuple(p.tile for p in self.programs)
+        for program in self.programs:
+            program.body.append(Barrier(self.barriers, tiles, label))
+        self.barriers += 1
+
+
+def _offsets(outer: Box, inner: Box) -> tuple[int, ...]:
+    """Where ``inner`` starts inside ``outer``, per axis."""
+    return tuple(c - a for (a, _), (c, _) in zip(outer, inner, strict=True))

@@ -1,0 +1,51 @@
+"""A layer's output split the way the cost model splits it: SET's factorisation over tiles.
+
+The scheduler prices one sub-batch of a layer on ``T`` tiles with the best
+``kb x kk x kh x kw`` factorisation of ``(sub-batch, K, H, W)`` (``crane.cost.utilisation``,
+Crane Eq. 16). Codegen divides the layer's main op the same way, so the compute each
+tile does (and the data it reads) is what the schedule was costed with. The factors map
+to output axes by rank, as ``crane.schedule.from_graph`` builds the extents: NCHW outputs
+(convolutions, pools) split N, C, H, W; ``(N, S, D)`` outputs split N, D (K) and S (H);
+``(N, D)`` outputs split N and D.
+
+Parts are ordered with the channel factor innermost, so tiles that read the same input
+box are neighbours in the region (the fetch shares that box over short NoC hops).
+"""
+
+from __future__ import annotations
+
+from crane.codegen.boxes import Box, extent, split_span, with_axis
+from crane.cost.utilisation import Partition, preferred_partition
+from crane.schedule.workload import Dims
+
+AXES: dict[int, tuple[int | None, int | None, int | None, int | None]] = {
+    4: (0, 1, 2, 3), 3: (0, 2, 1, None), 2: (0, 1, None, None)}
+"""Output rank -> the axes of the (batch, K, H, W) factors (None: no such axis)."""
+
+PARTITIONED = frozenset({"conv2d", "max_pool2d", "avg_pool2d", "global_avg_pool", "linear",
+                         "add", "mul", "relu", "gelu", "silu", "sigmoid", "tanh"})
+"""Layer kinds whose parts may be any box of the output (their operand rules allow it)."""
+
+
+def layer_partition(dims: Dims, subbatch: int, tiles: int) -> Partition:
+    """The cost model's split of one sub-batch of a layer over ``tiles`` tiles."""
+    return preferred_partition((subbatch, *dims.partitionable), tiles, (dims.c, dims.r, dims.s))
+
+
+def partition_boxes(out: Box, part: Partition) -> list[Box] | None:
+    """``out`` cut by ``part``'s factors (channel innermost), or None if they do not apply."""
+    axes = AXES.get(len(out))
+    if axes is None:
+        return None
+    factors = (part.kb, part.kk, part.kh, part.kw)
+    sizes = extent(out)
+    if any(f > 1 and (axis is None or f > sizes[axis]) for axis, f in zip(axes, factors, strict=True)):
+        return None
+    order = (0, 2, 3, 1)  # batch, rows, columns, then channels innermost
+    boxes = [out]
+    for which in order:
+        axis, factor = axes[which], factors[which]
+        if axis is None or factor == 1:
+            continue
+        boxes = [with_axis(b, axis, span) for b in boxes for span in split_span(*b[axis], factor)]
+    return boxes
