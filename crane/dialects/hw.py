@@ -117,4 +117,19 @@ def machine_of(module: Operation) -> Machine | None:
     return None
 
 
+def retarget(module: Operation, machine: Machine) -> None:
+    """Make ``module`` target ``machine``: its ``hw.machine`` ops are replaced by one
+    describing ``machine`` (first in the module) and ``crane.machine`` names it."""
+    body = module.regions[0].blocks[0]
+    for op in [op for op in body.ops if isinstance(op, MachineOp)]:
+        op.erase()
+    first = next(iter(body.ops), None)
+    made = MachineOp.build(machine, module.location)
+    if first is None:
+        body.append(made)
+    else:
+        body.insert_before(first, made)
+    module.attributes[MACHINE_ATTR] = SymbolRefAttr(machine.name)
+
+
 HW = Dialect("hw", (MachineOp,), summary="tiled machines: mesh, tiles, NoC and DRAM")

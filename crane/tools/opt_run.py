@@ -10,6 +10,7 @@ from pathlib import Path
 from crane.atomic import write_atomically
 from crane.dialects import default_context
 from crane.dialects.builtin import ModuleOp
+from crane.hardware.machine import Machine, builtin_machines
 from crane.highlight import color_diagnostics, colorize, use_color
 from crane.ir.diagnostics import DiagnosticEngine, render
 from crane.passes.manager import format_statistics, format_timing
@@ -129,10 +130,21 @@ class Invocation:
             input_format=input_format(filename, args.input_format),
             instrumentations=[IRPrinting(printing)] if printing.active else [],
             frontend_options=self._frontend_options(input_format(filename, args.input_format)),
+            machine=self._machine(),
         )
 
+    def _machine(self) -> Machine | None:
+        """``--machine``: the built-in machine every input is retargeted to."""
+        name = self.args.machine
+        if name is None:
+            return None
+        known = builtin_machines()
+        if name not in known:
+            raise UsageError(f"unknown machine '{name}' (built in: {', '.join(known)})")
+        return known[name]
+
     def _frontend_options(self, fmt: str) -> dict[str, object]:
-        """``--onnx-*`` and ``--machine``, for the ONNX frontend only."""
+        """``--onnx-*``, for the ONNX frontend only (``--machine`` retargets any input)."""
         args = self.args
         try:
             dims = parse_dims(args.onnx_dim)
@@ -140,13 +152,14 @@ class Invocation:
             raise UsageError(str(exc)) from None
         if args.onnx_batch is not None and args.onnx_batch <= 0:
             raise UsageError(f"--onnx-batch must be positive, got {args.onnx_batch}")
-        given = {"batch": args.onnx_batch, "dims": dims or None, "machine": args.machine,
-                 "weights": args.onnx_weights}
+        given = {"batch": args.onnx_batch, "dims": dims or None, "weights": args.onnx_weights}
         options = {key: value for key, value in given.items() if value is not None}
         if options and fmt != "onnx":
-            flag = {"batch": "--onnx-batch", "dims": "--onnx-dim", "machine": "--machine",
+            flag = {"batch": "--onnx-batch", "dims": "--onnx-dim",
                     "weights": "--onnx-weights"}[next(iter(options))]
             raise UsageError(f"{flag} applies to ONNX input only")
+        if fmt == "onnx" and args.machine is not None:
+            options["machine"] = args.machine
         return options
 
     def _process(self, pipeline: OpPipeline | None) -> int:

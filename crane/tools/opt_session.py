@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from crane.dialects.builtin import ModuleOp
+from crane.dialects.hw import retarget
+from crane.hardware.machine import Machine
 from crane.ir.context import Context
 from crane.ir.diagnostics import Diagnostic, DiagnosticEngine, DiagnosticError, Severity, render
 from crane.ir.printer import print_op
@@ -45,6 +47,8 @@ class OptSession:
     instrumentations: list[Instrumentation] = field(default_factory=list)
     frontend_options: Mapping[str, object] = field(default_factory=dict)
     """Options of the input's frontend (``--onnx-batch``...), passed to it when given."""
+    machine: Machine | None = None
+    """Retarget every input to this machine (``--machine``)."""
     managers: list[PassManager] = field(default_factory=list)
     last_module: ModuleOp | None = None
     """The module of the last chunk that succeeded."""
@@ -58,6 +62,8 @@ class OptSession:
             for diag in exc.diagnostics:
                 engine.emit(diag)
             return ChunkResult(None, engine.diagnostics)
+        if self.machine is not None:
+            retarget(module, self.machine)
         errors = verify(module, allow_unregistered=self.context.allow_unregistered)
         if errors:
             for error in errors:

@@ -109,7 +109,7 @@ def test_usage_errors(files: dict[str, Path], capsys: pytest.CaptureFixture[str]
 def test_onnx_options_need_onnx_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ir = tmp_path / "m.mlir"
     ir.write_text("builtin.module {\n}\n")
-    assert opt.main([str(ir), "--machine", "edge"]) == 2
-    assert capsys.readouterr().err.strip() == "crane-opt: error: --machine applies to ONNX input only"
+    assert opt.main([str(ir), "--onnx-batch", "2"]) == 2
+    assert capsys.readouterr().err.strip() == "crane-opt: error: --onnx-batch applies to ONNX input only"
     assert run.main([str(tmp_path / "missing.onnx")]) == 2
     assert "crane-run: error: cannot read input file" in capsys.readouterr().err

@@ -397,3 +397,14 @@ def register(registrar):
     assert "Patches along H." in out
     assert "mode:" in out and "exact" in out and "How hard to try." in out
     assert "Named pipelines:" in out and "cleanup" in out and "= canonicalize,cse,dce" in out
+
+
+def test_machine_retargets_any_input(opt: OptRunner, tmp_path: Path) -> None:
+    model = tmp_path / "n.crn"
+    model.write_text("network n {\n  machine edge;\n  input x: f32[1, 2];\n  y = relu(x);\n}\n")
+    result = opt([str(model), "--machine", "cloud"])
+    assert result.rc == EXIT_OK
+    assert "crane.machine = @cloud" in result.out and 'sym_name = "cloud", rows = 12' in result.out
+    assert 'sym_name = "edge"' not in result.out
+    wrong = opt([str(model), "--machine", "cluod"])
+    assert wrong.rc == EXIT_USAGE and "unknown machine 'cluod'" in wrong.err
