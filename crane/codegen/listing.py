@@ -28,7 +28,7 @@ are buffer numbers, ``shape``, ``bytes`` (SRAM footprint), ``offset``, ``tensor`
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from crane.dialects.hw import machine_of
@@ -74,37 +74,52 @@ def records(program: ProgramOp) -> Iterator[Record]:
         return names.setdefault(value, len(names))
 
     for op in program.instructions:
-        if isinstance(op, AllocOp):
-            btype = op.buffer.type
-            assert isinstance(btype, BufferType)
-            yield {"op": "alloc", "buffer": ref(op.buffer), "shape": list(btype.shape),
-                   "dtype": str(btype.element), "bytes": op.byte_size, "offset": op.offset}
-        elif isinstance(op, LoadOp | StoreOp):
-            record: Record = {"op": "load" if isinstance(op, LoadOp) else "store",
-                              "buffer": ref(op.buffer), "tensor": op.tensor,
-                              "offsets": list(op.offsets), "port": op.port}
-            if isinstance(op, StoreOp):
-                record["accumulate"] = op.accumulate
+        record = _record(op, ref)
+        if record is not None:
             yield record
-        elif isinstance(op, SendOp | RecvOp):
-            transfer: Record = {"op": "send" if isinstance(op, SendOp) else "recv",
-                                "buffer": ref(op.buffer), "peer": op.peer, "tag": op.tag}
-            if op.windowed:
-                transfer["offsets"], transfer["shape"] = (list(v) for v in op.window)
-            yield transfer
-        elif isinstance(op, CopyOp):
-            yield {"op": "copy", "dst": ref(op.dst), "src": ref(op.src),
-                   "src_offsets": list(op.src_offsets), "dst_offsets": list(op.dst_offsets),
-                   "shape": list(op.box)}
-        elif isinstance(op, ComputeOp):
-            attrs = op.attributes.get("attrs")
-            yield {"op": "compute", "kind": op.op, "outputs": [ref(v) for v in op.outputs],
-                   "inputs": [ref(v) for v in op.inputs], "attrs": str(attrs) if attrs else "{}"}
-        elif isinstance(op, BarrierOp):
-            barrier: Record = {"op": "barrier", "id": op.barrier_id, "tiles": list(op.tiles)}
-            if op.label:
-                barrier["label"] = op.label
-            yield barrier
+
+
+def _record(op: Operation, ref: Callable[[Value], int]) -> Record | None:
+    """One instruction as a dictionary (None for an op that is no instruction)."""
+    if isinstance(op, AllocOp):
+        btype = op.buffer.type
+        assert isinstance(btype, BufferType)
+        return {"op": "alloc", "buffer": ref(op.buffer), "shape": list(btype.shape),
+                "dtype": str(btype.element), "bytes": op.byte_size, "offset": op.offset}
+    if isinstance(op, LoadOp | StoreOp):
+        record: Record = {"op": "load" if isinstance(op, LoadOp) else "store",
+                          "buffer": ref(op.buffer), "tensor": op.tensor,
+                          "offsets": list(op.offsets), "port": op.port}
+        if isinstance(op, StoreOp):
+            record["accumulate"] = op.accumulate
+        return record
+    if isinstance(op, SendOp | RecvOp):
+        transfer: Record = {"op": "send" if isinstance(op, SendOp) else "recv",
+                            "buffer": ref(op.buffer), "peer": op.peer, "tag": op.tag}
+        if op.windowed:
+            transfer["offsets"], transfer["shape"] = (list(v) for v in op.window)
+        return transfer
+    if isinstance(op, CopyOp):
+        return {"op": "copy", "dst": ref(op.dst), "src": ref(op.src),
+                "src_offsets": list(op.src_offsets), "dst_offsets": list(op.dst_offsets),
+                "shape": list(op.box)}
+    if isinstance(op, ComputeOp):
+        return _compute_record(op, ref)
+    if isinstance(op, BarrierOp):
+        barrier: Record = {"op": "barrier", "id": op.barrier_id, "tiles": list(op.tiles)}
+        if op.label:
+            barrier["label"] = op.label
+        return barrier
+    return None
+
+
+def _compute_record(op: ComputeOp, ref: Callable[[Value], int]) -> Record:
+    attrs = op.attributes.get("attrs")
+    compute: Record = {"op": "compute", "kind": op.op, "outputs": [ref(v) for v in op.outputs],
+                       "inputs": [ref(v) for v in op.inputs], "attrs": str(attrs) if attrs else "{}"}
+    if op.window is not None:
+        compute["out_offsets"], compute["out_shape"] = (list(v) for v in op.window)
+    return compute
 
 
 def _line(r: Record) -> str:
@@ -124,6 +139,8 @@ def _line(r: Record) -> str:
                 f"{_ints(tuple(r['src_offsets']))} {_dims(tuple(r['shape']))}")
     if op == "compute":
         outs = ", ".join(f"b{b}" for b in r["outputs"])
+        if "out_shape" in r:
+            outs += f"{_ints(tuple(r['out_offsets']))} {_dims(tuple(r['out_shape']))}"
         ins = ", ".join(f"b{b}" for b in r["inputs"])
         return f"compute {r['kind']} {outs} <- {ins} {r['attrs']}".rstrip()
     label = f"  # {r['label']}" if r.get("label") else ""

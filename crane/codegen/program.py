@@ -91,6 +91,8 @@ class Compute:
     outs: tuple[Buffer, ...]
     ins: tuple[Buffer, ...]
     attrs: Mapping[str, Attribute] = field(default_factory=dict)
+    window: Window | None = None
+    """The box of the single output the result fills (None: all of it)."""
 
 
 @dataclass(frozen=True, slots=True)

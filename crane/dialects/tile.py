@@ -427,19 +427,27 @@ class ComputeOp(TileInstruction):
                               Attr("outputs", IntAttr, optional=True,
                                    doc="how many leading operands are written (default 1)"),
                               Attr("attrs", DictAttr, optional=True,
-                                   doc="the graph op's attributes at tile level")),
+                                   doc="the graph op's attributes at tile level"),
+                              Attr("out_offsets", DenseIntsAttr, optional=True,
+                                   doc="with out_shape: the box of the (single) output the result fills"),
+                              Attr("out_shape", DenseIntsAttr, optional=True)),
                   summary="compute on SRAM buffers: layers, gradients, updates, sums")
 
     @classmethod
     def build(cls, op: str, outputs: Sequence[Value], inputs: Sequence[Value],
               attrs: Mapping[str, AttrValue | Attribute] | None = None,
-              location: Location = UNKNOWN) -> ComputeOp:
-        """``attrs`` values may be plain layer values (``(1, 1)``, ``True``) or attributes."""
+              location: Location = UNKNOWN,
+              window: tuple[Sequence[int], Sequence[int]] | None = None) -> ComputeOp:
+        """``attrs`` values may be plain layer values (``(1, 1)``, ``True``) or attributes;
+        ``window`` (offsets, shape) makes the result fill that box of the single output."""
         entries = {k: v if isinstance(v, Attribute) else to_attribute(v) for k, v in (attrs or {}).items()}
         attributes: dict[str, Attribute] = {"op": StringAttr(op)}
         if len(outputs) != 1:
             attributes["outputs"] = IntAttr(len(outputs))
         attributes["attrs"] = DictAttr.of(entries)
+        if window is not None:
+            attributes["out_offsets"] = DenseIntsAttr(tuple(window[0]))
+            attributes["out_shape"] = DenseIntsAttr(tuple(window[1]))
         made = cls.create(None, (*outputs, *inputs), (), attributes, (), location)
         assert isinstance(made, ComputeOp)
         return made
@@ -466,11 +474,34 @@ class ComputeOp(TileInstruction):
         attr = self.attributes.get("attrs")
         return {k: from_attribute(v) for k, v in attr.entries} if isinstance(attr, DictAttr) else {}
 
+    @property
+    def window(self) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        """(offsets, shape) of the output box the result fills (None: the whole output)."""
+        shape = _ints(self, "out_shape")
+        if not shape:
+            return None
+        return _ints(self, "out_offsets") or (0,) * len(shape), shape
+
+    def result_types(self) -> list[BufferType]:
+        """The types the op's results have: the outputs', or the window's."""
+        outputs = [_buffer(v) for v in self.outputs]
+        window = self.window
+        if window is None or len(outputs) != 1:
+            return outputs
+        return [BufferType(window[1], outputs[0].element, outputs[0].space)]
+
     def verify_op(self) -> None:
         if not 1 <= self.num_outputs <= len(self._operands):
             raise VerifyError(f"'outputs' = {self.num_outputs} but the op has "
                               f"{len(self._operands)} buffer operand(s)")
-        check_compute(self.op, [_buffer(v) for v in self.outputs], [_buffer(v) for v in self.inputs],
+        if ("out_offsets" in self.attributes) != ("out_shape" in self.attributes):
+            raise VerifyError("'out_offsets' and 'out_shape' go together")
+        window = self.window
+        if window is not None:
+            if self.num_outputs != 1:
+                raise VerifyError("an output window needs exactly one output")
+            _check_box("output", window[1], window[0], _buffer(self.outputs[0]).shape)
+        check_compute(self.op, self.result_types(), [_buffer(v) for v in self.inputs],
                       self.op_attrs)
 
 

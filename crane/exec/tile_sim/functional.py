@@ -296,7 +296,8 @@ class _Run:
     def compute(self, sram: Sram, op: ComputeOp) -> None:
         inputs = [sram.read(v, op) for v in op.inputs]
         outputs = op.outputs
-        shapes = [_shape(v.type) for v in outputs]
+        shapes = [tuple(t.shape) for t in op.result_types()]
+        window = op.window
         try:
             results = evaluate(op.op, op.op_attrs, inputs, shapes, dtype=np.float32, seed=self.seed,
                                training=self.training)
@@ -308,6 +309,10 @@ class _Run:
             raise fail(op, f"'{op.op}' produces {len(results)} result(s) for {len(outputs)} output buffer(s)")
         for value, result in zip(outputs, results, strict=True):
             target = sram.target(value, op)
+            if window is not None:
+                check_box(op, f"output window of {describe(value)}", window[0], window[1],
+                          tuple(target.shape))
+                target = target[box(*window)]
             if tuple(result.shape) != target.shape:
                 raise fail(op, f"'{op.op}' produces shape {list(result.shape)} for output "
                                f"{describe(value)} of shape {list(target.shape)}")

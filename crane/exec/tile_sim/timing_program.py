@@ -145,10 +145,10 @@ class _Lowering:
 
     def emit(self, op: Operation, kind: str, queue: str, label: str, reads: Sequence[Value],
              writes: Sequence[Value], write_spans: list[Span] | None = None,
-             **fields: object) -> Instr:
+             read_spans: list[Span] | None = None, **fields: object) -> Instr:
         index = len(self.instrs)
-        read_spans = [self.span(v, op) for v in reads]
-        partial = isinstance(op, RecvOp) and op.windowed
+        read_spans = read_spans or [self.span(v, op) for v in reads]
+        partial = bool(fields.pop("partial", False)) or (isinstance(op, RecvOp) and op.windowed)
         write_spans = write_spans or [self.span(v, op) for v in writes]
         deps = self.board.add(index, queue, read_spans, write_spans, queue in EXCLUSIVE, partial)
         instr = Instr(index, op, kind, queue, label, deps=deps, **fields)  # type: ignore[arg-type]
@@ -157,16 +157,19 @@ class _Lowering:
 
     def compute(self, op: ComputeOp) -> None:
         outs, ins = op.outputs, op.inputs
+        shapes = [tuple(t.shape) for t in op.result_types()]
         try:
-            work = compute_work(op.op, [self.shape(v) for v in outs], [self.shape(v) for v in ins],
-                                op.op_attrs)
+            work = compute_work(op.op, shapes, [self.shape(v) for v in ins], op.op_attrs)
         except (KeyError, IndexError, TypeError, ValueError, AssertionError) as problem:
             raise _error(op, f"cannot count the work of compute '{op.op}': {problem}") from None
-        sram = Traffic(sram_read_bytes=sum(self.nbytes(v) for v in ins),
-                       sram_write_bytes=sum(self.nbytes(v) for v in outs))
+        written, span = sum(self.nbytes(v) for v in outs), None
+        if op.window is not None:
+            written, span = self.box_span(outs[0], *op.window, op)
+        sram = Traffic(sram_read_bytes=sum(self.nbytes(v) for v in ins), sram_write_bytes=written)
         energy = work.energy_pj(self.machine) + traffic_energy(sram, self.machine)
         self.emit(op, "compute", "compute", op.op, ins, outs, cycles=work.cycles(self.machine),
-                  energy_pj=energy, work=work)
+                  energy_pj=energy, work=work, write_spans=[span] if span else None,
+                  partial=op.window is not None)
 
     def shape(self, value: Value) -> tuple[int, ...]:
         kind = value.type
@@ -198,10 +201,14 @@ class _Lowering:
     def window(self, op: SendOp | RecvOp) -> tuple[int, Span | None]:
         """Bytes a transfer moves, and the byte range of its window when that is contiguous
         (None: the window's bytes are scattered over the buffer, which then counts whole)."""
-        total, full = self.nbytes(op.buffer), self.shape(op.buffer)
         if not op.windowed:
-            return total, None
-        offsets, shape = op.window
+            return self.nbytes(op.buffer), None
+        return self.box_span(op.buffer, *op.window, op)
+
+    def box_span(self, buffer: Value, offsets: tuple[int, ...], shape: tuple[int, ...],
+                 at: Operation) -> tuple[int, Span | None]:
+        """Bytes of a box of ``buffer``, and their byte range when it is contiguous."""
+        total, full = self.nbytes(buffer), self.shape(buffer)
         width = total // max(1, numel(full))
         moved = numel(shape) * width
         cut = next((k for k, (n, b) in enumerate(zip(shape, full, strict=False)) if n < b), len(full))
@@ -210,7 +217,7 @@ class _Lowering:
         start = 0
         for o, b in zip(offsets, full, strict=False):
             start = start * b + o
-        lo = self.span(op.buffer, op)[0] + start * width
+        lo = self.span(buffer, at)[0] + start * width
         return moved, (lo, lo + max(1, moved))
 
     def transfer(self, op: SendOp | RecvOp) -> None:
@@ -224,7 +231,8 @@ class _Lowering:
         hops = len(route) - 1
         energy = traffic_energy(Traffic.on_chip(n, hops), self.machine)
         self.emit(op, "send", "noc", f"send -> {op.peer}", [op.buffer], [], nbytes=n,
-                  resources=links, energy_pj=energy, peer=op.peer, hops=hops)
+                  resources=links, energy_pj=energy, peer=op.peer, hops=hops,
+                  read_spans=[span] if span else None)
 
     def barrier(self, op: BarrierOp) -> None:
         index = len(self.instrs)
