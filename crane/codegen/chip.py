@@ -2,10 +2,11 @@
 
 :class:`Chip` appends instruction records (``crane.codegen.program``) and knows nothing of
 the schedule: it allocates buffers, loads and stores boxes of DRAM tensors, cuts boxes out
-of buffers, sends buffers between tiles and joins pieces. :meth:`Chip.broadcast` copies one
-buffer to a set of tiles along a tree (every tile holding the data forwards it to the
-nearest tile still waiting, so the holders double each round), which is how data that
-several tiles read is fetched from DRAM once and shared over the NoC.
+of buffers, sends buffers between tiles and joins pieces. :meth:`Chip.spread` plans a
+broadcast along a tree (every tile holding the data forwards it to the nearest tile still
+waiting, so the holders double each round), :meth:`Chip.scatter` one whose slabs are
+loaded by different tiles, and :meth:`Chip.run` emits several plans round by round; that
+is how data several tiles read is fetched once and shared over the NoC.
 
 Every send is emitted right before its matching receive and every barrier on all tiles at
 once, so the programs cannot deadlock whether sends block or not: each blocking
@@ -15,8 +16,9 @@ instruction waits only for instructions emitted before it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
-from crane.codegen.boxes import Box, extent, starts
+from crane.codegen.boxes import Box, extent, split_span, starts, with_axis
 from crane.codegen.program import (
     Alloc,
     Barrier,
@@ -36,6 +38,22 @@ from crane.ir.types import TensorType
 
 TensorNamer = Callable[[Value], tuple[str, str]]
 """A value -> (DRAM tensor name, role) for values seen for the first time."""
+
+Hop = tuple[int, int, "Box | None"]
+"""(holder, target, slab): one transfer of a spread (slab None: the whole buffer)."""
+
+
+@dataclass
+class Spread:
+    """A planned broadcast of one value's box to some tiles (see :meth:`Chip.run`)."""
+
+    value: Value
+    have: dict[int, Buffer]
+    """Tiles holding the data (or, for slabs, the buffer each tile receives them into)."""
+    rounds: list[list[Hop]]
+    tiles: Sequence[int]
+    box: Box | None = None
+    """The whole box when slabs arrive into pre-allocated buffers (None: whole buffers)."""
 
 
 def dtype_of(value: Value) -> str:
@@ -156,24 +174,52 @@ class Chip:
             self.emit(tile, Copy(out, buffer, (0,) * len(have), offsets, extent(have)))
         return out
 
-    def broadcast(self, source: Buffer, tiles: Sequence[int], value: Value,
-                  held: Mapping[int, Buffer] | None = None) -> dict[int, Buffer]:
-        """``source`` on every tile of ``tiles``, forwarded along a tree.
+    def spread(self, source: Buffer, tiles: Sequence[int], value: Value,
+               held: Mapping[int, Buffer] | None = None) -> Spread:
+        """A plan to bring ``source`` to every tile of ``tiles`` along a tree (``held``:
+        tiles that already have the data, which forward it too); :meth:`run` emits it."""
+        have = {source.tile: source, **(held or {})}
+        return Spread(value, have, _tree(self, list(have), tiles), tiles)
 
-        Each round, every holder (``source``, then the tiles served so far, and ``held``:
-        tiles that already have the data) sends to the nearest tile still waiting, so the
-        number of holders doubles per round and transfers stay short.
-        """
-        have: dict[int, Buffer] = {source.tile: source, **(held or {})}
-        waiting = [t for t in dict.fromkeys(tiles) if t not in have]
-        while waiting:
-            for holder in list(have):
-                if not waiting:
-                    break
-                target = self.nearest(waiting, holder)
-                waiting.remove(target)
-                have[target] = self.move(have[holder], target, value)
-        return {t: have[t] for t in tiles}
+    def scatter(self, value: Value, box: Box, tiles: Sequence[int], slabs: int,
+                fetch: Callable[[Box, int], Buffer]) -> Spread:
+        """A plan to bring ``box`` to every tile of ``tiles`` in ``slabs`` slabs: each slab is
+        fetched (now, by ``fetch(slab, tile)``: from DRAM or from the pieces holding it) by a
+        different tile and spread along its own tree into every tile's buffer. The fetches
+        run side by side instead of queueing on one tile, and the slabs' trees use different
+        links at once, so the box arrives in about one slab's tree time."""
+        axis = max(range(len(box)), key=lambda a: extent(box)[a])
+        whole = {t: self.alloc(t, extent(box), value) for t in tiles}
+        plan = Spread(value, dict(whole), [], tiles, box)
+        for k, span in enumerate(split_span(*box[axis], slabs)):
+            slab = with_axis(box, axis, span)
+            loader = tiles[k * len(tiles) // slabs]
+            fetched = fetch(slab, loader)
+            self.transfer(fetched, slab, slab, loader, value, into=(whole[loader], box))
+            for depth, hops in enumerate(_tree(self, [loader], tiles)):
+                if depth == len(plan.rounds):
+                    plan.rounds.append([])
+                plan.rounds[depth] += [(holder, target, slab) for holder, target, _ in hops]
+        return plan
+
+    def run(self, plans: Sequence[Spread]) -> list[dict[int, Buffer]]:
+        """Emit the transfers of several spreads round by round across all of them, so a
+        tile's in-order NoC queue never holds a forward whose data has not arrived ahead
+        of data it could already receive; each plan's buffer per tile, in plan order."""
+        for depth in range(max((len(p.rounds) for p in plans), default=0)):
+            for plan in plans:
+                for hop in plan.rounds[depth] if depth < len(plan.rounds) else ():
+                    self._hop(plan, *hop)
+        return [{t: plan.have[t] for t in plan.tiles} for plan in plans]
+
+    def _hop(self, plan: Spread, holder: int, target: int, slab: Box | None) -> None:
+        if plan.box is None or slab is None:
+            plan.have[target] = self.move(plan.have[holder], target, plan.value)
+            return
+        self.tags += 1
+        window = (_offsets(plan.box, slab), extent(slab))
+        self.emit(holder, Send(plan.have[holder], target, self.tags, window))
+        self.emit(target, Recv(plan.have[target], holder, self.tags, window))
 
     def barrier(self, label: str = "") -> None:
         """Every tile waits for all the others (the end of a phase)."""
@@ -181,6 +227,25 @@ class Chip:
         for program in self.programs:
             program.body.append(Barrier(self.barriers, tiles, label))
         self.barriers += 1
+
+
+def _tree(chip: Chip, roots: Sequence[int], tiles: Sequence[int]) -> list[list[Hop]]:
+    """(holder, target, None) transfers of a broadcast from ``roots``, round by round:
+    every holder sends to the nearest tile still waiting, so the holders double per round."""
+    have = list(dict.fromkeys(roots))
+    waiting = [t for t in dict.fromkeys(tiles) if t not in have]
+    rounds: list[list[Hop]] = []
+    while waiting:
+        hops: list[Hop] = []
+        for holder in list(have):
+            if not waiting:
+                break
+            target = chip.nearest(waiting, holder)
+            waiting.remove(target)
+            hops.append((holder, target, None))
+            have.append(target)
+        rounds.append(hops)
+    return rounds
 
 
 def _offsets(outer: Box, inner: Box) -> tuple[int, ...]:

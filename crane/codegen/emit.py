@@ -36,8 +36,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from crane.codegen.boxes import Box, contains, extent, full, intersect, text, volume
-from crane.codegen.chip import Chip, dtype_of
+from crane.codegen.boxes import Box, contains, extent, full, intersect, text, volume, with_axis
+from crane.codegen.chip import Chip, Spread, dtype_of
 from crane.codegen.ownership import CodegenError
 from crane.codegen.partition import PARTITIONED, layer_partition, partition_boxes
 from crane.codegen.plan import Home, Item, Phase
@@ -53,6 +53,7 @@ from crane.codegen.rules import (
     split_training,
     temporal_chunks,
 )
+from crane.cost.layer import scatter_slabs
 from crane.dialects.graph import LayerOp, WeightOp
 from crane.dialects.graph_grad import OptimizerStateOp
 from crane.ir.core import BlockArgument, Operation, Value
@@ -120,6 +121,7 @@ class Emitter:
         self.stored: dict[Value, list[tuple[Box, int]]] = {}
         self.phase = 0
         self.block = -1
+        self.virtual = self._virtual_concats()
         self.store_set = self._must_store()
 
     @property
@@ -143,11 +145,35 @@ class Emitter:
             return owner.state_name, "state"
         return value.name_hint or "v", "gradient" if owner in self.ctx.backward else "activation"
 
+    def _virtual_concats(self) -> dict[Value, LayerOp]:
+        """Concatenations nobody needs as one tensor: forward concats whose result is no
+        network output and feeds only forward layer ops. Their readers gather the boxes
+        straight from the inputs' pieces (the cost model treats concat as transparent)."""
+        ctx, found = self.ctx, dict[Value, LayerOp]()
+        for op in ctx.layer_of:
+            if not isinstance(op, LayerOp) or op.kind.name != "concat" or op in ctx.backward:
+                continue
+            result = op.results[0]
+            users = list(result.users())
+            if result in ctx.outputs or not users or any(
+                    u in ctx.backward or not isinstance(u, LayerOp) for u in users):
+                continue
+            found[result] = op
+        return found
+
+    def _readers(self, value: Value) -> list[Operation]:
+        """The ops reading ``value``, looking through virtual concatenations."""
+        readers: list[Operation] = []
+        for user in value.users():
+            virtual = user.results[0] if user.results and user.results[0] in self.virtual else None
+            readers += self._readers(virtual) if virtual is not None else [user]
+        return readers
+
     def _must_store(self) -> set[Value]:
         ctx, found = self.ctx, set(self.ctx.outputs)
         for op, layer in ctx.layer_of.items():
             for result in op.results:
-                for user in result.users():
+                for user in self._readers(result):
                     if user in ctx.backward or op in ctx.backward:
                         found.add(result)
                         continue
@@ -171,7 +197,10 @@ class Emitter:
 
     def _remember(self, value: Value, box: Box, buffer: Buffer) -> None:
         """A copy of ``box`` of ``value`` now on ``buffer``'s tile, for other tiles to share."""
-        self.copies.setdefault(value, []).append(Piece(box, buffer, self.phase, False, self.block))
+        known = self.copies.setdefault(value, [])
+        if any(p.buffer is buffer for p in known):
+            return
+        known.append(Piece(box, buffer, self.phase, False, self.block))
 
     # ----- fetching operands
     def _on_chip(self, value: Value, box: Box, tile: int) -> Buffer | None:
@@ -196,6 +225,9 @@ class Emitter:
 
     def get(self, value: Value, box: Box, tile: int, port: int, share: bool = True) -> Buffer:
         """A buffer on ``tile`` holding ``box`` of ``value`` (see the module docstring)."""
+        concat = self.virtual.get(value)
+        if concat is not None:
+            return self._gather(concat, box, tile, port)
         found = self._on_chip(value, box, tile)
         if found is not None:
             return found
@@ -210,6 +242,24 @@ class Emitter:
             self._remember(value, box, loaded)
         return loaded
 
+    def _gather(self, concat: LayerOp, box: Box, tile: int, port: int) -> Buffer:
+        """``box`` of a virtual concatenation on ``tile``, from the boxes of its inputs."""
+        axis = int(getattr(concat.attributes.get("axis"), "value", 1)) % len(box)
+        value = concat.results[0]
+        parts: list[tuple[Box, Buffer]] = []
+        offset = 0
+        for source in concat.inputs:
+            size = shape_of(source)[axis]
+            slab = with_axis(box, axis, (offset, offset + size))
+            cut = intersect(box, slab)
+            if cut is not None:
+                local = with_axis(cut, axis, (cut[axis][0] - offset, cut[axis][1] - offset))
+                parts.append((cut, self.get(source, local, tile, port)))
+            offset += size
+        if len(parts) == 1 and parts[0][0] == box:
+            return parts[0][1]
+        return self.chip.join(parts, box, tile, value)
+
     def fetch(self, op: Operation, parts: Sequence[tuple[int, Part]], port: int) -> list[list[Buffer | None]]:
         """Every part's operand buffers; a box several parts read is fetched once and
         broadcast to their tiles."""
@@ -219,11 +269,12 @@ class Emitter:
                 if box is not None:
                     readers.setdefault((k, box), []).append(tile)
         got: dict[tuple[int, Box, int], Buffer] = {}
-        for (k, box), tiles in readers.items():
-            value = op.operands[k]
-            spread = self._spread(value, box, tiles, port)
+        keys = list(readers)
+        plans = [self._spread(op.operands[k], box, readers[(k, box)], port) for k, box in keys]
+        for (k, box), spread in zip(keys, self.chip.run(plans), strict=True):
             for tile, buffer in spread.items():
                 got[(k, box, tile)] = buffer
+                self._remember(op.operands[k], box, buffer)
         return [[None if box is None else got[(k, box, tile)] for k, box in enumerate(part.ins)]
                 for tile, part in parts]
 
@@ -234,18 +285,20 @@ class Emitter:
                 return self.chip.cut(piece.buffer, piece.box, box, value)
         return None
 
-    def _spread(self, value: Value, box: Box, tiles: Sequence[int], port: int) -> dict[int, Buffer]:
-        """``box`` on every tile of ``tiles``: fetched once, then broadcast over the NoC."""
+    def _spread(self, value: Value, box: Box, tiles: Sequence[int], port: int) -> Spread:
+        """A plan for ``box`` on every tile of ``tiles``: fetched once (now), then broadcast
+        over the NoC when the op's plans run."""
         unique = list(dict.fromkeys(tiles))
-        if len(unique) == 1:
-            return {unique[0]: self.get(value, box, unique[0], port)}
         local = {t: b for t in unique if (b := self._local(value, box, t)) is not None}
+        slabs = scatter_slabs(len(unique), self.elem_bytes_of(box), max(extent(box), default=1))
+        if not local and slabs > 1:
+            return self.chip.scatter(value, box, unique, slabs,
+                                     lambda slab, tile: self.get(value, slab, tile, port))
         source = next(iter(local.values())) if local else self.get(value, box, unique[0], port)
-        spread = self.chip.broadcast(source, unique, value, local)
-        for buffer in spread.values():
-            if buffer is not source and buffer not in local.values():
-                self._remember(value, box, buffer)
-        return spread
+        return self.chip.spread(source, unique, value, local)
+
+    def elem_bytes_of(self, box: Box) -> int:
+        return volume(box) * self.ctx.elem_bytes
 
     # ----- ops
     def run_op(self, op: Operation, parts: Sequence[tuple[int, Part]], port: int) -> None:
@@ -258,14 +311,30 @@ class Emitter:
         partial: list[list[Buffer]] = [[] for _ in op.results]
         steps = [temporal_chunks(op, part, self.ctx.step_budget, self.ctx.elem_bytes,
                                  self.ctx.chunk_budget) for _, part in parts]
+        stepped = any(len(s) > 1 for s in steps)
+        # A part run in steps fills one buffer of its whole output, window by window, so
+        # readers see one piece per tile, not one per step.
+        whole = {i: (self.chip.alloc(tile, extent(part.outs[0]), op.results[0]), part.outs[0])
+                 for i, ((tile, part), s) in enumerate(zip(parts, steps, strict=True)) if len(s) > 1}
         for step in range(max((len(s) for s in steps), default=0)):
             now = [(tile, s[step]) for (tile, _), s in zip(parts, steps, strict=True) if step < len(s)]
-            for (_, part), outs in zip(now, self.run_parts(op, now, port), strict=True):
+            into = [whole.get(i) for i, s in enumerate(steps) if step < len(s)]
+            # A step's inputs are dropped after it (only weights stay for later steps), so
+            # a tile holds one step of input at a time.
+            marks = {v: len(self.copies.get(v, ())) for v in op.operands if not _is_weight(v)}
+            outputs = self.run_parts(op, now, port, into)
+            for value, mark in marks.items() if stepped else ():
+                del self.copies.get(value, [])[mark:]
+            for (_, part), outs, target in zip(now, outputs, into, strict=True):
+                if target is not None:
+                    continue  # one piece for the whole part, below
                 for k, (box, buffer) in enumerate(zip(part.outs, outs, strict=True)):
                     if part.partial and part.partial[k]:
                         partial[k].append(buffer)
                     else:
                         made[k].append(Piece(box, buffer, self.phase, held, self.block, kept))
+        for buffer, box in whole.values():
+            made[0].append(Piece(box, buffer, self.phase, held, self.block, kept))
         for k, buffers in enumerate(partial):
             if buffers:
                 made[k].append(Piece(full(shape_of(op.results[k])), self.reduce(buffers, op.results[k]),
@@ -275,12 +344,14 @@ class Emitter:
             if result in self.store_set:
                 self.store(result, pieces, port)
 
-    def run_parts(self, op: Operation, parts: Sequence[tuple[int, Part]],
-                  port: int) -> list[tuple[Buffer, ...]]:
+    def run_parts(self, op: Operation, parts: Sequence[tuple[int, Part]], port: int,
+                  into: Sequence[tuple[Buffer, Box] | None] | None = None) -> list[tuple[Buffer, ...]]:
         """The output buffers of some parts (one per tile): shared operands fetched once,
         parts too big for a tile's SRAM in input-channel chunks whose partial sums each
         tile adds as it goes (chunk ``k`` of every part is fetched together, so a kernel
-        slice several tiles read still comes from DRAM once)."""
+        slice several tiles read still comes from DRAM once). A part with an ``into``
+        (buffer, box it holds) writes its result into that buffer's window."""
+        targets = list(into) if into is not None else [None] * len(parts)
         chunked = [reduction_chunks(op, part, self.ctx.chunk_budget, self.ctx.elem_bytes)
                    for _, part in parts]
         totals: list[tuple[Buffer, ...]] = [() for _ in parts]
@@ -294,22 +365,37 @@ class Emitter:
                 for value, mark in marks.items():
                     del self.copies.get(value, [])[mark:]
             for (i, tile, chunk), ins in zip(now, fetched, strict=True):
-                outs = self.compute(op, chunk, tile, ins)
+                alone = len(chunked[i]) == 1
+                outs = self.compute(op, chunk, tile, ins, targets[i] if alone else None)
                 if totals[i]:
                     added = self.chip.alloc(tile, outs[0].shape, op.results[0])
                     self.chip.emit(tile, Compute("accumulate", (added,), (totals[i][0], outs[0])))
                     outs = (added,)
                 totals[i] = outs
+        for i, ((tile, part), target) in enumerate(zip(parts, targets, strict=True)):
+            if target is not None and len(chunked[i]) > 1:
+                self.chip.transfer(totals[i][0], part.outs[0], part.outs[0], tile,
+                                   op.results[0], into=target)
+                totals[i] = (target[0],)
         return totals
 
-    def compute(self, op: Operation, part: Part, tile: int, ins: Sequence[Buffer | None]) -> tuple[Buffer, ...]:
-        """One part on ``tile`` from its fetched operands (in place over its first operand
-        when nothing else reads that, see :meth:`_in_place`)."""
+    def compute(self, op: Operation, part: Part, tile: int, ins: Sequence[Buffer | None],
+                into: tuple[Buffer, Box] | None = None) -> tuple[Buffer, ...]:
+        """One part on ``tile`` from its fetched operands: into the window of ``into`` (a
+        buffer and the box it holds) if given, else in place over its first operand when
+        nothing else reads that (see :meth:`_in_place`), else into new buffers."""
+        attrs = {**op.attributes, **part.attrs}
+        operands = tuple(b for b in ins if b is not None)
+        if into is not None:
+            target, holds = into
+            window = (tuple(c - a for (a, _), (c, _) in zip(holds, part.outs[0], strict=True)),
+                      extent(part.outs[0]))
+            self.chip.emit(tile, Compute(_op_name(op), (target,), operands, attrs, window))
+            return (target,)
         reuse = self._in_place(op, part, ins)
         outs = (reuse,) if reuse is not None else tuple(
             self.chip.alloc(tile, extent(box), r) for r, box in zip(op.results, part.outs, strict=True))
-        operands = tuple(b for b in ins if b is not None)
-        self.chip.emit(tile, Compute(_op_name(op), outs, operands, {**op.attributes, **part.attrs}))
+        self.chip.emit(tile, Compute(_op_name(op), outs, operands, attrs))
         return outs
 
     def _in_place(self, op: Operation, part: Part, ins: Sequence[Buffer | None]) -> Buffer | None:
@@ -406,7 +492,8 @@ class Emitter:
             ops = ops_of.get(item.layer, ())
             for op in ops[slice(*item.ops)] if item.ops else ops:
                 assert isinstance(op, LayerOp)
-                self.run_op(op, self.forward_parts(op, item), item.home.port)
+                if op.results[0] not in self.virtual:
+                    self.run_op(op, self.forward_parts(op, item), item.home.port)
         self.chip.barrier(phase.label)
         self.phase += 1
 

@@ -323,46 +323,53 @@ def _activation_bytes(op: Operation, part: Part, elem_bytes: int) -> int:
 
 
 def _weight_bound(op: Operation, part: Part, elem_bytes: int, weight_budget: int) -> bool:
-    """Whether stepping should cut the part's weights: they stream (do not fit
-    ``weight_budget`` bytes) or outweigh its input."""
-    if not isinstance(op, LayerOp) or len(part.ins) < 2:
+    """Whether the part's weights do not fit ``weight_budget`` bytes (so steps cut them)."""
+    if not isinstance(op, LayerOp) or len(part.ins) < 2 or not weight_budget:
         return False
     weights = set(op.weights)
-    sizes = [(v in weights, volume(b)) for v, b in zip(op.operands, part.ins, strict=True)
-             if b is not None]
-    weight = sum(n for w, n in sizes if w)
-    return weight * elem_bytes > weight_budget or weight > sum(n for w, n in sizes if not w)
+    return elem_bytes * sum(volume(b) for v, b in zip(op.operands, part.ins, strict=True)
+                            if b is not None and v in weights) > weight_budget
 
 
 def temporal_chunks(op: Operation, part: Part, budget: int, elem_bytes: int,
                     weight_budget: int = 0) -> list[Part]:
-    """A part whose activations exceed ``budget`` bytes as steps over a cut of its output.
+    """A part whose activations exceed ``budget`` bytes as steps over cuts of its output.
 
     The tile runs the steps one after another, so the next step's operands arrive while it
     computes the current one (DMA and NoC overlap compute, as the cost model assumes) and
     only one step's operands need SRAM at a time; weights that fit ``weight_budget`` are
-    fetched once and shared, and steps cut weights that do not (or outweigh the input),
-    so each weight slice still streams in once.
+    fetched once and shared. Weights that do not are cut first, along the output channels,
+    so each weight slice streams in once; each such step is then cut along rows if its
+    activations are still too big (the input is read again for every weight slice: the
+    loop over weights is outside).
     """
     kind = op.kind.name if isinstance(op, LayerOp) else ""
     axes = STREAM_AXES.get(kind)
     if not budget or axes is None or len(part.outs) != 1:
         return [part]
-    count = -(-_activation_bytes(op, part, elem_bytes) // budget)
+    steps = [part]
+    if _weight_bound(op, part, elem_bytes, weight_budget):
+        weights = elem_bytes * sum(volume(b) for v, b in zip(op.operands, part.ins, strict=True)
+                                   if b is not None and isinstance(op, LayerOp) and v in op.weights)
+        steps = _cut(op, part, WEIGHT_AXES.get(kind, ()), -(-weights // max(1, weight_budget)))
+    return [piece for step in steps for piece in _cut(
+        op, step, axes, -(-_activation_bytes(op, step, elem_bytes) // budget))]
+
+
+def _cut(op: Operation, part: Part, axes: Sequence[int], count: int) -> list[Part]:
+    """``part`` cut into up to ``count`` steps along the first of ``axes`` with room."""
     out = part.outs[0]
     sizes = extent(out)
-    if _weight_bound(op, part, elem_bytes, weight_budget):
-        axes = (*WEIGHT_AXES.get(kind, ()), *axes)
     axis = next((a % len(out) for a in axes if sizes[a % len(out)] >= 2), None)
     if count <= 1 or axis is None:
         return [part]
-    need = NEEDS[kind]
-    chunks = []
+    need = NEEDS[op.kind.name if isinstance(op, LayerOp) else ""]
+    steps = []
     for span in split_span(*out[axis], min(count, sizes[axis])):
         box = with_axis(out, axis, span)
         ins, attrs = need(op, box)
-        chunks.append(Part((box,), ins, attrs, part.partial))
-    return chunks
+        steps.append(Part((box,), ins, attrs, part.partial))
+    return steps
 
 
 def reduction_chunks(op: Operation, part: Part, budget: int, elem_bytes: int) -> list[Part]:

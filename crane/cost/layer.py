@@ -14,6 +14,7 @@ are re-streamed from DRAM for every sub-batch.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -21,9 +22,11 @@ from crane.cost.placement import Mesh, Region, dram_hops
 from crane.cost.traffic import Traffic, traffic_energy
 from crane.cost.utilisation import Partition, best_partition, preferred_partition
 from crane.hardware.machine import Machine
-from crane.schedule.workload import LayerWork
+from crane.schedule.workload import GEMM_KINDS, LayerWork
 
 WEIGHT_SRAM_SHARE = 0.5
+SCATTER_BYTES = 16 * 1024
+"""A box at least this big that four or more tiles share is fetched in slabs."""
 REPLICA_HOPS = 1.0
 """Hops a forwarded copy travels: the slices of a channel split sit on neighbouring tiles
 (codegen orders parts with the channel innermost), and shared weight slices spread along a
@@ -95,15 +98,20 @@ def layer_cost(layer: LayerWork, batch: int, region: Region, machine: Machine,
     # Backward reads the saved activation and the output gradient, and writes the input
     # gradient: about twice the forward operand volume.
     volume = 2 if backward else 1
-    # A channel split gives every output-channel slice the whole input: it arrives once and
-    # is forwarded to the other slices' neighbouring tiles (one hop each).
-    copies = layer.input_bytes * batch * max(0, part.input_copies - 1)
+    # A channel split of a dense layer gives every output-channel slice the whole input: it
+    # arrives once and is forwarded to the other slices' neighbouring tiles (one hop each).
+    # Channel-wise layers (pools, elementwise ops, depthwise convolutions) read only theirs.
+    readers = input_readers(layer, part)
+    copies = layer.input_bytes * batch * max(0, readers - 1)
     spread = 1.0 / max(1, region.count)  # copies cross the region's own links
+    # A tile streams a big part in steps (STREAM_SHARE of SRAM each) and reads its weight
+    # slice again for every step.
+    steps = stream_steps(layer, batch, part, machine.sram_bytes)
     operands = Traffic(
         noc_byte_hops=volume * copies * REPLICA_HOPS,
         noc_link_bytes=volume * copies * REPLICA_HOPS * spread,
-        sram_read_bytes=volume * (layer.input_bytes * batch * part.input_copies
-                                  + layer.weight_bytes * part.weight_copies),
+        sram_read_bytes=volume * (layer.input_bytes * batch * readers
+                                  + layer.weight_bytes * part.weight_copies * steps),
         sram_write_bytes=volume * (layer.output_bytes * batch + copies),
     )
     hops = dram_hops(Mesh.of(machine), region)
@@ -117,6 +125,47 @@ def layer_cost(layer: LayerWork, batch: int, region: Region, machine: Machine,
                     weights_fit(layer.weight_bytes, part, machine), weight_load)
 
 
+def stream_steps(layer: LayerWork, batch: int, part: Partition, sram_bytes: int) -> int:
+    """Steps a tile runs its part in: its input and output boxes in pieces of
+    ``STREAM_SHARE`` of SRAM (codegen's ``rules.temporal_chunks``)."""
+    tiles = max(1, part.tiles)
+    boxes = (layer.input_bytes * input_readers(layer, part) + layer.output_bytes) * batch / tiles
+    return max(1, math.ceil(boxes / (STREAM_SHARE * sram_bytes)))
+
+
+def weight_spread_cycles(layer: LayerWork, part: Partition, machine: Machine) -> float:
+    """Cycles to bring a layer's weights from DRAM to every tile that reads them: the DRAM
+    read, then a tree of NoC transfers (depth log2 of the tiles sharing a slice); a big
+    slice is loaded in slabs by several tiles whose trees run side by side (as codegen's
+    ``Chip.scatter``)."""
+    if not layer.weight_bytes:
+        return 0.0
+    copies = max(1, part.weight_copies)
+    load = layer.weight_bytes / machine.dram_bandwidth * machine.frequency_hz
+    if copies == 1:
+        return load
+    piece = layer.weight_bytes / max(1, part.kk)
+    slabs = scatter_slabs(copies, piece, copies)
+    depth = math.ceil(math.log2(copies))
+    return load + depth * piece / slabs / machine.noc_bandwidth * machine.frequency_hz
+
+
+def scatter_slabs(readers: int, nbytes: float, extent: int) -> int:
+    """In how many slabs a box ``readers`` tiles share is fetched by different tiles and
+    spread (codegen's ``Chip.scatter``): one per two readers for a box of at least
+    ``SCATTER_BYTES`` shared by four or more, else 1 (one fetch, one tree)."""
+    if readers < 4 or nbytes < SCATTER_BYTES:
+        return 1
+    return max(1, min(readers // 2, extent))
+
+
+def input_readers(layer: LayerWork, part: Partition) -> int:
+    """How many tiles read each input element: every output-channel slice of a dense layer
+    (convolution, matmul) reads the whole input; a channel-wise layer reads its channels."""
+    dense = layer.kind in GEMM_KINDS and layer.dims.c > 1
+    return part.input_copies if dense else 1
+
+
 def working_set_bytes(layer: LayerWork, batch: int, part: Partition, sram_bytes: int,
                       backward: bool = False) -> float:
     """Activation bytes one tile holds for one step of ``batch`` samples under ``part``: its
@@ -124,7 +173,7 @@ def working_set_bytes(layer: LayerWork, batch: int, part: Partition, sram_bytes:
     which is streamed in pieces of ``STREAM_SHARE`` of SRAM when bigger; backward also holds
     the output gradient and the input gradient. Outputs kept for later states count
     separately (``HELD_SHARE``)."""
-    inputs = layer.input_bytes * batch / max(1, part.kb * part.kh * part.kw)
+    inputs = layer.input_bytes * batch * input_readers(layer, part) / max(1, part.tiles)
     outputs = layer.output_bytes * batch / max(1, part.tiles)
     return (min(inputs, STREAM_SHARE * sram_bytes) + outputs) * (2 if backward else 1)
 

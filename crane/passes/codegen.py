@@ -28,12 +28,16 @@ class Codegen(Pass):
     Needs the function's ``segment.schedule`` (``segment``) with ``placement`` and
     ``ports`` on every forward block (``map``), and the module's ``hw.machine``. The
     programs (``crane.codegen``) follow the schedule block by block and state by state:
-    each active column's sub-batches are split over its tiles (by batch, else output
-    channel, else space), inputs and weights are loaded from DRAM or received from the
-    tiles holding a fused producer's output, results are stored or kept on chip, and a
-    barrier ends every state. A block holding a whole-batch op (batchnorm's batch
-    statistics, a loss, training dropout) runs layer by layer, its whole-batch ops once
-    over the whole batch. After ``autodiff`` the backward and update ops follow, one per
+    each active column's sub-batches are split over its tiles as the cost model splits
+    them (``crane.codegen.partition``); a box several tiles read is fetched once (from
+    DRAM, or from the tiles holding a fused or kept producer's output) and spread along
+    trees of nearest tiles, big shared boxes in slabs; windowed sends and receives move
+    halos and joins without copies; a tile runs a big part in steps so transfers overlap
+    compute; results are stored, or kept on chip where the schedule's memory table keeps
+    them (also across blocks); concatenations are read from their inputs, never built;
+    a labelled barrier ends every state. A block holding a whole-batch op (batchnorm's
+    batch statistics, a loss, training dropout) runs layer by layer, its whole-batch ops
+    once over the whole batch. After ``autodiff`` the backward and update ops follow, one per
     phase, on the tiles of the layer they differentiate (its ``<layer>.grad`` column when
     the schedule has backward blocks; ``crane.codegen.plan``). Ops that reach no output
     are dead and emit nothing. The ``graph.func`` stays in the

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from crane.cost.layer import HELD_SHARE, WEIGHT_SRAM_SHARE
+from crane.cost.placement import Mesh, Region, link_share, mean_hops
 from crane.cost.traffic import Traffic, dram_cycles, noc_time, traffic_energy
 from crane.hardware.machine import Machine
 from crane.schedule.block import Block
@@ -121,8 +122,8 @@ def _state_traffic(plan: Plan, state: int, opt: StateOption, machine: Machine) -
             total = total + Traffic.on_chip(e.bytes * b * d, edge_hops(machine, opt, e.src, e.dst),
                                             edge_share(machine, opt, e.src, e.dst))
         stored = e.bytes * b * (s - d)
-        total = total + (Traffic.on_chip(stored, sram_hops(machine, opt, e.dst),
-                                         sram_share(machine, opt, e.dst))
+        total = total + (Traffic.on_chip(stored, *held_path(block, b, machine, state, e.src,
+                                                            opt.region(e.dst)))
                          if plan.fused[e.src]
                          else Traffic.dram_read(stored, port_hops(machine, opt, e.dst)))
     for m in opt.columns:
@@ -174,6 +175,23 @@ def holding_tiles(block: Block, subbatch: int, machine: Machine, state: int, col
         if counts:
             return max(1, min(counts))
     return machine.tiles
+
+
+@lru_cache(maxsize=200_000)
+def held_path(block: Block, subbatch: int, machine: Machine, state: int, column: int,
+              reader: Region, backward: bool = False) -> tuple[float, float]:
+    """(mean hops, busiest-link share) from the tiles keeping ``column``'s outputs (its
+    region in the last state up to ``state`` where it ran) to a reader's region."""
+    mesh = Mesh.of(machine)
+    for i in range(state, -1, -1):
+        if not is_active(block.n, i, column):
+            continue
+        options = state_options(block, i, subbatch, machine, backward)
+        if options and column in options[0].columns:
+            holder = options[0].region(column)
+            return mean_hops(mesh, holder, reader), link_share(mesh, holder, reader)
+    chip = Region(0, machine.tiles)
+    return mean_hops(mesh, chip, reader), link_share(mesh, chip, reader)
 
 
 def held_per_tile(plan: Plan, state: int, machine: Machine, backward: bool = False) -> float:

@@ -18,7 +18,13 @@ from dataclasses import dataclass
 from crane.cost.traffic import dram_cycles, link_cycles, noc_cycles, traffic_energy
 from crane.hardware.machine import Machine
 from crane.schedule.block import Block
-from crane.schedule.evaluate import Plan, activation_capacity, held_capacity, holding_tiles
+from crane.schedule.evaluate import (
+    Plan,
+    activation_capacity,
+    held_capacity,
+    held_path,
+    holding_tiles,
+)
 from crane.schedule.options import (
     StateOption,
     edge_hops,
@@ -213,8 +219,8 @@ def _state_costs(model: Model, block: Block, b: int, machine: Machine,
                                                    edge_share(machine, opt0, e.src, e.dst)))
         stored = s_terms + ([(d, -1.0)] if d is not None else [])
         _split_store(model, st, stored, nbytes, fused[e.src], big,
-                     _on_chip(machine, sram_hops(machine, opt0, e.dst),
-                              sram_share(machine, opt0, e.dst)),
+                     _on_chip(machine, *held_path(block, b, machine, i, e.src,
+                                                  opt0.region(e.dst))),
                      _dram_read(machine, port_hops(machine, opt0, e.dst)))
     for m in active_columns(block.n, i):
         _producer(model, block, b, machine, opt0, s_terms, i, m, direct, fused, big, st)

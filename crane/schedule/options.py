@@ -18,7 +18,7 @@ import heapq
 from dataclasses import dataclass
 from functools import lru_cache
 
-from crane.cost.layer import layer_cost, min_tiles, step_cycles
+from crane.cost.layer import layer_cost, min_tiles, step_cycles, weight_spread_cycles
 from crane.cost.placement import Mesh, Region, dram_hops, link_share, mean_hops, split_regions
 from crane.cost.traffic import Traffic, dram_cycles, link_cycles, noc_time, traffic_energy
 from crane.hardware.machine import Machine
@@ -132,10 +132,12 @@ def _option(block: Block, split: str, columns: tuple[int, ...], counts: tuple[in
     regions = split_regions(0, counts)
     cycles, energy = 0.0, 0.0
     step, load = Traffic(), Traffic()
+    spread = 0.0
     for column, region in zip(columns, regions, strict=True):
         cost = layer_cost(block.layers[column], batch, region, machine, backward)
         cycles = max(cycles, cost.cycles)
         energy += cost.energy_pj
+        spread = max(spread, weight_spread_cycles(block.layers[column], cost.partition, machine))
         # Copies a split forwards between its tiles (priced in energy_pj) take NoC time.
         step = step + Traffic(noc_byte_hops=cost.operand_traffic.noc_byte_hops,
                               noc_link_bytes=cost.operand_traffic.noc_link_bytes)
@@ -151,7 +153,8 @@ def _option(block: Block, split: str, columns: tuple[int, ...], counts: tuple[in
     edges = tuple((e.src, e.dst, mean_hops(mesh, at[e.src], at[e.dst]),
                    link_share(mesh, at[e.src], at[e.dst])) for e in block.edges
                   if e.src in at and e.dst in at)
-    lead = _transfer_cycles(load, machine) + max(
+    weights = max(_transfer_cycles(load, machine), spread if load.dram_bytes else 0.0)
+    lead = weights + max(
         (_input_cycles(block, c, batch, r, machine) for c, r in zip(columns, regions, strict=True)),
         default=0.0)
     return StateOption(split, columns, regions, cycles, energy, step, load,

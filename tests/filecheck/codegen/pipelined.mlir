@@ -38,21 +38,21 @@ builtin.module @pair attributes {crane.machine = @pair2} {
 // LIST:      compute relu b4 <- b4 {}
 // LIST-NEXT: send    b2 -> tile 1 tag 2
 // LIST-NEXT: barrier 1 tiles 0, 1  # conv2d..y:state1
-// LIST:      send    b4[0, 0, 0, 3] 1x4x8x5 -> tile 1 tag 4
+// LIST:      send    b4[0, 0, 0, 3] 1x4x8x5 -> tile 1 tag 3
 // LIST:      store   b7 -> y[1, 0, 0, 0] port 1
 // LIST-NEXT: barrier 2 tiles 0, 1  # conv2d..y:state2
 // LIST-NEXT: # tile 1 (row 0, col 1): 24 instructions
-// LIST-NEXT: alloc   b0 4x3x3x3 f32 108B @-1
-// LIST-NEXT: recv    b0 <- tile 0 tag 1
-// LIST-NEXT: alloc   b1 1x3x8x5 f32 120B @-1
-// LIST-NEXT: load    b1 <- x[0, 0, 0, 3] port 0
+// LIST-NEXT: alloc   b0 1x3x8x5 f32 120B @-1
+// LIST-NEXT: load    b0 <- x[0, 0, 0, 3] port 0
+// LIST-NEXT: alloc   b1 4x3x3x3 f32 108B @-1
+// LIST-NEXT: recv    b1 <- tile 0 tag 1
 // LIST:      barrier 0 tiles 0, 1  # conv2d..y:state0
 // LIST-NEXT: alloc   b3 1x4x8x8 f32 256B @-1
 // LIST-NEXT: recv    b3[0, 0, 0, 0] 1x4x8x4 <- tile 0 tag 2
 // LIST-NEXT: copy    b3[0, 0, 0, 4] <- b2[0, 0, 0, 0] 1x4x8x4
 // LIST:      store   b5 -> y[0, 0, 0, 0] port 1
 // LIST-NEXT: barrier 1 tiles 0, 1  # conv2d..y:state1
-// LIST:      recv    b6 <- tile 0 tag 4
+// LIST:      recv    b6 <- tile 0 tag 3
 // LIST:      store   b7 -> y[1, 0, 0, 4] port 1
 // LIST-NEXT: barrier 2 tiles 0, 1  # conv2d..y:state2
 // LIST-NOT:  tile
@@ -69,7 +69,7 @@ builtin.module @pair attributes {crane.machine = @pair2} {
 // IR-NEXT:   %{{.*}} = tile.alloc {offset = -1, bytes = 120} : () -> buffer<1x3x8x5xf32, sram>
 // IR:        tile.send %{{.*}} {peer = 1, tag = 1} : (buffer<4x3x3x3xf32, sram>) -> ()
 // IR:        tile.barrier {id = 0, tiles = array<i64: 0, 1>, label = "conv2d..y:state0"} : () -> ()
-// IR:        tile.send %{{.*}} {peer = 1, tag = 4, offsets = array<i64: 0, 0, 0, 3>, shape = array<i64: 1, 4, 8, 5>} : (buffer<1x4x8x8xf32, sram>) -> ()
+// IR:        tile.send %{{.*}} {peer = 1, tag = 3, offsets = array<i64: 0, 0, 0, 3>, shape = array<i64: 1, 4, 8, 5>} : (buffer<1x4x8x8xf32, sram>) -> ()
 // IR:      }) {tile = 0, row = 0, col = 0} : () -> ()
 // IR-NEXT: tile.program ({
 // IR:        tile.recv %{{.*}} {peer = 0, tag = 2, offsets = array<i64: 0, 0, 0, 0>, shape = array<i64: 1, 4, 8, 4>} : (buffer<1x4x8x8xf32, sram>) -> ()

@@ -129,3 +129,79 @@ def test_link_share_is_the_busiest_link_of_xy_routing() -> None:
             assert abs(link_share(mesh, src, dst) - expected) < 1e-12
     # Every tile to one tile: all of it arrives over the receiver's two links at most.
     assert link_share(Mesh.of(EDGE), Region(0, 16), Region(5, 1)) >= 0.25
+
+
+def test_ties_of_throughput_go_to_the_split_reading_least() -> None:
+    from crane.cost.utilisation import per_tile_reads, preferred_partition
+
+    # A 3x3 conv over 16 output channels of a 32x32 image on 4 tiles: splitting columns
+    # four ways, rows and columns two ways each, or channels four ways all keep every MAC
+    # busy; the 2x2 spatial split reads the least input (halos on two sides only).
+    extents, window = (1, 16, 32, 32), (3, 3, 3)
+    best = preferred_partition(extents, 4, window)
+    assert (best.kb, best.kk, best.kh, best.kw) == (1, 1, 2, 2)
+    assert best.utilisation == 1.0 == best_partition(extents, 4).utilisation
+    reads = {f: per_tile_reads(extents, f, window) for f in ((1, 1, 2, 2), (1, 1, 1, 4), (1, 4, 1, 1))}
+    assert reads[(1, 1, 2, 2)] == min(reads.values())
+
+
+def test_a_columns_tiles_hold_its_working_set() -> None:
+    from crane.cost.layer import WORKING_SET_SHARE, min_tiles, working_set_bytes
+    from crane.cost.utilisation import preferred_partition
+
+    layer = resnet50().layers[0]  # the 7x7 stem: 150 KB in, 800 KB out per sample
+    tiles = min_tiles(layer, 1, EDGE)
+    dims = layer.dims
+    part = preferred_partition((1, dims.k, dims.h, dims.w), tiles, (dims.c, dims.r, dims.s))
+    assert working_set_bytes(layer, 1, part, EDGE.sram_bytes) <= WORKING_SET_SHARE * EDGE.sram_bytes
+    if tiles > 1:
+        fewer = preferred_partition((1, dims.k, dims.h, dims.w), tiles - 1, (dims.c, dims.r, dims.s))
+        assert working_set_bytes(layer, 1, fewer, EDGE.sram_bytes) > WORKING_SET_SHARE * EDGE.sram_bytes
+    assert 1 < tiles <= EDGE.tiles
+
+
+def test_channel_wise_layers_read_only_their_channels() -> None:
+    from crane.cost.layer import input_readers
+    from crane.cost.utilisation import Partition
+    from crane.schedule.workload import Dims, LayerWork
+
+    split = Partition(1, 4, 1, 1, 1.0)
+    conv = LayerWork.make("c", "conv", macs=1, vector_ops=0, weight_bytes=1, output_bytes=1,
+                          dims=Dims.conv(64, 32, 8, 8, 3, 3))
+    pool = LayerWork.make("p", "pool", macs=0, vector_ops=1, weight_bytes=0, output_bytes=1,
+                          dims=Dims.conv(64, 1, 8, 8))
+    depthwise = LayerWork.make("d", "conv", macs=1, vector_ops=0, weight_bytes=1, output_bytes=1,
+                               dims=Dims.conv(64, 1, 8, 8, 3, 3))
+    assert [input_readers(layer, split) for layer in (conv, pool, depthwise)] == [4, 1, 1]
+
+
+def test_shared_boxes_spread_in_slabs_and_weights_take_a_tree() -> None:
+    from crane.cost.layer import SCATTER_BYTES, scatter_slabs, weight_spread_cycles
+    from crane.cost.utilisation import Partition
+    from crane.schedule.workload import Dims, LayerWork
+
+    assert scatter_slabs(2, 10 * SCATTER_BYTES, 64) == 1           # too few readers
+    assert scatter_slabs(16, SCATTER_BYTES // 2, 64) == 1          # too small
+    assert scatter_slabs(16, SCATTER_BYTES, 64) == 8
+    assert scatter_slabs(16, SCATTER_BYTES, 3) == 3                # no more slabs than rows
+    layer = LayerWork.make("c", "conv", macs=1, vector_ops=0, weight_bytes=64 * 1024,
+                           output_bytes=1, dims=Dims.conv(64, 64, 8, 8, 3, 3))
+    alone = weight_spread_cycles(layer, Partition(1, 16, 1, 1, 1.0), EDGE)
+    shared = weight_spread_cycles(layer, Partition(16, 1, 1, 1, 1.0), EDGE)
+    load = 64 * 1024 / EDGE.dram_bandwidth * EDGE.frequency_hz
+    assert math.isclose(alone, load)
+    # 16 tiles share the whole kernel: 8 slabs, each down a 4-deep tree.
+    assert math.isclose(shared, load + 4 * (64 * 1024 / 8) / EDGE.noc_bandwidth * EDGE.frequency_hz)
+
+
+def test_a_state_waits_for_its_weights_and_cannot_hide_its_last_step() -> None:
+    from crane.schedule.block import Block
+    from crane.schedule.evaluate import Plan, state_cost
+    from crane.schedule.options import state_options
+
+    block = Block.of(chain(1), 0, 1)
+    option = state_options(block, 0, 1, EDGE)[0]
+    assert option.lead > 0 and option.tail == option.cycles
+    for steps in (1, 4):
+        cost = state_cost(Plan(block, 1, steps, ((steps,),), (False,)), 0, EDGE)
+        assert cost.latency_cycles >= steps * option.cycles + option.lead - 1e-9
