@@ -141,6 +141,8 @@ def _conv(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute
     ins: list[Box] = [(out[0], channels, rows, cols), (out[1], (0, w[1]), (0, w[2]), (0, w[3]))]
     ins += [(out[1],) for _ in op.operands[2:]]
     attrs["out"] = IntAttr(out[1][1] - out[1][0])
+    if depthwise:  # a part of a depthwise conv is one over its own channels
+        attrs["groups"] = IntAttr(out[1][1] - out[1][0])
     return tuple(ins), attrs
 
 

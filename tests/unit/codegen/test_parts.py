@@ -7,8 +7,9 @@ import pytest
 from crane.codegen.boxes import full, intersect, split_span, volume
 from crane.codegen.lower import lower_func
 from crane.codegen.ownership import CodegenError, owners
-from crane.codegen.rules import NEEDS, choose, footprint, split_forward
-from crane.dialects.graph import FuncOp, LayerOp
+from crane.codegen.rules import NEEDS, choose, footprint, shape_of, split_forward
+from crane.dialects.graph import FuncOp, LayerOp, from_attribute
+from crane.exec.tile_sim.timing_work import compute_work
 from crane.ir.attributes import ArrayAttr, DenseIntsAttr, IntAttr
 
 from .support import body, load, prepared
@@ -186,3 +187,22 @@ def test_kernels_too_big_for_their_sram_share_run_in_input_channel_chunks() -> N
     assert [c.ins[0][1] for c in chunks] == [(0, 11), (11, 22), (22, 32)]
     assert [c.ins[1][1] for c in chunks] == [(0, 11), (11, 22), (22, 32)]
     assert all(c.outs == part.outs for c in chunks)
+
+
+def test_a_channel_part_of_a_depthwise_conv_is_depthwise_over_its_own_channels() -> None:
+    func = _func("mobilenet_v2")
+    conv = next(o for o in func.body.ops if isinstance(o, LayerOp) and o.kind.name == "conv2d"
+                and getattr(o.attributes.get("depthwise"), "value", False))
+    n, c, h, w = shape_of(conv.results[0])
+    part = ((0, n), (0, c // 2), (0, h), (0, w))
+    ins, attrs = NEEDS["conv2d"](conv, part)
+    assert ins[0][1] == (0, c // 2) and ins[1][0] == (0, c // 2)
+    groups = attrs["groups"]
+    assert isinstance(groups, IntAttr) and groups.value == c // 2
+    # The simulator counts a part's work from its attributes: half the channels, half the MACs.
+    merged = {k: from_attribute(v) for k, v in {**conv.attributes, **attrs}.items()}
+    kernel = merged["kernel"]
+    assert isinstance(kernel, tuple)
+    x_shape = tuple(b - a for a, b in ins[0])
+    work = compute_work("conv2d", [(n, c // 2, h, w)], [x_shape, (c // 2, 1, *kernel)], merged)
+    assert work.macs == n * (c // 2) * h * w * kernel[0] * kernel[1]
