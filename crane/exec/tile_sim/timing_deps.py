@@ -29,8 +29,8 @@ class ByteMap:
     """Last writers and readers since, for every byte range (a sorted list of segments).
 
     A segment's writers are one full write, or several *partial* writes: windowed receives
-    into one buffer, which write disjoint boxes (codegen joins pieces that way) and so need
-    not wait for each other; a reader waits for all of them.
+    and copies into one buffer, which write disjoint boxes (codegen joins pieces that way)
+    and so need not wait for each other; a reader waits for all of them.
     """
 
     def __init__(self) -> None:

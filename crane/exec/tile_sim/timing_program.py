@@ -182,8 +182,13 @@ class _Lowering:
         moved = numel(box) * width
         work = Work(0, numel(box))
         energy = traffic_energy(Traffic(sram_read_bytes=moved, sram_write_bytes=moved), self.machine)
+        # A copy into a window of its destination joins one piece of several (the others
+        # arrive by windowed receives): a partial write, so the pieces need not queue.
+        windowed = box != self.shape(op.dst)
+        span = self.box_span(op.dst, op.dst_offsets, box, op)[1] if windowed else None
         self.emit(op, "copy", "compute", "copy", [op.src], [op.dst],
-                  cycles=work.cycles(self.machine), energy_pj=energy, work=work)
+                  cycles=work.cycles(self.machine), energy_pj=energy, work=work,
+                  write_spans=[span] if span else None, partial=windowed)
 
     def dma(self, op: LoadOp | StoreOp) -> None:
         n, hops = self.nbytes(op.buffer), self.port_hops(op)

@@ -6,6 +6,7 @@ Same machine as ``test_timing_basic``: a 1024-byte transfer alone takes 64 cycle
 import pytest
 from test_timing_fixtures import (
     alloc,
+    buf,
     dram,
     load,
     machine,
@@ -20,6 +21,7 @@ from test_timing_fixtures import (
 from crane.exec.tile_sim.timing import TimingConfig, simulate
 from crane.exec.tile_sim.timing_deps import ByteMap, Scoreboard
 from crane.exec.tile_sim.timing_flows import fair_rates, xy_route
+from crane.ir.core import Operation
 
 S = "32x32"
 
@@ -133,3 +135,26 @@ def test_scoreboard_barrier_orders_everything() -> None:
     assert board.add(2, "compute", [], [(64, 72)], True) == ()
     assert board.barrier(3) == (0, 1, 2)
     assert board.add(4, "compute", [], [(128, 136)], True) == (3,)
+
+
+def join_program() -> Operation:
+    """Tile 0 joins two halves of a 32x32 buffer: its own half by a windowed copy (512
+    vector ops: 64 cycles), tile 1's by a windowed receive (512 B: 32 cycles); then a
+    relu reads the whole (128 cycles)."""
+    whole, half = buf("32x32"), buf("32x16")
+    windows = "offsets = array<i64: 0, 16>, shape = array<i64: 32, 16>"
+    joiner = "\n".join([
+        alloc("own", "32x16"), alloc("j", "32x32"),
+        f"  tile.copy %j, %own {{src_offsets = array<i64: 0, 0>, dst_offsets = array<i64: 0, 0>, "
+        f"shape = array<i64: 32, 16>}} : ({whole}, {half}) -> ()",
+        f"  tile.recv %j {{peer = 1, tag = 1, {windows}}} : ({whole}) -> ()",
+        relu("j", "j", "32x32"),
+    ])
+    sender = "\n".join([alloc("h", "32x16"), send("h", "32x16", 0, 1)])
+    return module(machine(1, 2, [(0, 0)]), program(0, 2, joiner), program(1, 2, sender))
+
+
+def test_a_windowed_copy_and_receive_into_one_buffer_overlap() -> None:
+    # Disjoint windows: the receive (0..32) runs beside the copy (0..64), the relu waits
+    # for both (64..192); were the copy a whole write, the receive would wait for it.
+    assert simulate(join_program()).cycles == pytest.approx(192)
