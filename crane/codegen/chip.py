@@ -182,10 +182,11 @@ class Chip:
         return Spread(value, have, _tree(self, list(have), tiles), tiles)
 
     def scatter(self, value: Value, box: Box, tiles: Sequence[int], slabs: int,
-                fetch: Callable[[Box, int], Buffer]) -> Spread:
+                fetch: Callable[[Box, int, tuple[Buffer, Box]], None]) -> Spread:
         """A plan to bring ``box`` to every tile of ``tiles`` in ``slabs`` slabs: each slab is
-        fetched (now, by ``fetch(slab, tile)``: from DRAM or from the pieces holding it) by a
-        different tile and spread along its own tree into every tile's buffer. The fetches
+        fetched (now, by ``fetch(slab, tile, into)``: from DRAM or from the pieces holding
+        it, into its window of ``into``, the tile's buffer for the whole box and that box)
+        by a different tile and spread along its own tree into every tile's buffer. The fetches
         run side by side instead of queueing on one tile, and the slabs' trees use different
         links at once, so the box arrives in about one slab's tree time."""
         axis = max(range(len(box)), key=lambda a: extent(box)[a])
@@ -194,8 +195,7 @@ class Chip:
         for k, span in enumerate(split_span(*box[axis], slabs)):
             slab = with_axis(box, axis, span)
             loader = tiles[k * len(tiles) // slabs]
-            fetched = fetch(slab, loader)
-            self.transfer(fetched, slab, slab, loader, value, into=(whole[loader], box))
+            fetch(slab, loader, (whole[loader], box))
             for depth, hops in enumerate(_tree(self, [loader], tiles)):
                 if depth == len(plan.rounds):
                     plan.rounds.append([])

@@ -28,16 +28,18 @@ it goes (``rules.reduction_chunks``). A result is stored to DRAM when it is a ne
 output, feeds a backward op, or feeds a layer that cannot take it from SRAM (its producer
 is not fused, or it is in another block that the schedule does not keep it for). Partial
 sums (batch-split weight gradients) are sent to the first tile of the op, added there
-(``compute "accumulate"``) and stored once.
+(``compute "accumulate"``) and stored once. A forward phase with several columns first
+fetches what every column's first op reads (its first step and chunk), so that no column
+waits on a tile's in-order NoC queue behind another column's weights.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from crane.codegen.boxes import Box, contains, extent, full, intersect, text, volume, with_axis
 from crane.codegen.chip import Chip, Spread, dtype_of
+from crane.codegen.context import Context, Piece, is_resident, is_weight
 from crane.codegen.ownership import CodegenError
 from crane.codegen.partition import PARTITIONED, layer_partition, partition_boxes
 from crane.codegen.plan import Home, Item, Phase
@@ -57,57 +59,6 @@ from crane.cost.layer import scatter_slabs
 from crane.dialects.graph import LayerOp, WeightOp
 from crane.dialects.graph_grad import OptimizerStateOp
 from crane.ir.core import BlockArgument, Operation, Value
-from crane.schedule.workload import Dims
-
-
-@dataclass(frozen=True, slots=True)
-class Piece:
-    """A box of a value held in one SRAM buffer."""
-
-    box: Box
-    buffer: Buffer
-    phase: int
-    held: bool
-    """Readable for the rest of its block (a fused layer's output)."""
-    block: int
-    kept: bool = False
-    """Readable by later blocks too (the schedule keeps the output in SRAM)."""
-
-
-@dataclass(frozen=True)
-class Context:
-    """What the emitter knows of the network and its schedule."""
-
-    batch: int
-    training: bool
-    layer_of: Mapping[Operation, str]
-    fused: Mapping[str, bool]
-    block_of: Mapping[str, int]
-    outputs: Mapping[Value, str]
-    """Returned values -> their output names (as the reference interpreter names them)."""
-    backward: frozenset[Operation]
-    budget: int = 0
-    """SRAM bytes one part of an op may read and write before another split is tried."""
-    elem_bytes: int = 1
-    """The machine's element width (what ``budget`` counts)."""
-    chunk_budget: int = 0
-    """Bytes above which a dense conv or linear part runs in input-channel chunks."""
-    step_budget: int = 0
-    """Activation bytes above which a tile runs its part in steps (0: never)."""
-    anchors: Mapping[Operation, str] | None = None
-    """The op making each layer, split like the cost model does (None: the split rules)."""
-    dims: Mapping[str, Dims] | None = None
-    kept: frozenset[str] = frozenset()
-    """Layers whose output the schedule keeps in SRAM after their block."""
-
-
-def _resident(value: Value) -> bool:
-    """Network inputs, weights and optimizer state live in DRAM from the start."""
-    return isinstance(value, BlockArgument) or isinstance(value.owner_op, WeightOp | OptimizerStateOp)
-
-
-def _is_weight(value: Value) -> bool:
-    return isinstance(value.owner_op, WeightOp)
 
 
 class Emitter:
@@ -193,7 +144,7 @@ class Emitter:
     def _copy_usable(self, piece: Piece, value: Value) -> bool:
         if piece.phase == self.phase:
             return True
-        return _is_weight(value) and self.block >= 0 and piece.block == self.block
+        return is_weight(value) and self.block >= 0 and piece.block == self.block
 
     def _remember(self, value: Value, box: Box, buffer: Buffer) -> None:
         """A copy of ``box`` of ``value`` now on ``buffer``'s tile, for other tiles to share."""
@@ -203,25 +154,56 @@ class Emitter:
         known.append(Piece(box, buffer, self.phase, False, self.block))
 
     # ----- fetching operands
-    def _on_chip(self, value: Value, box: Box, tile: int) -> Buffer | None:
-        """``box`` on ``tile`` from usable pieces or copies, or None if they do not cover it."""
+    def _sources(self, value: Value, box: Box, tile: int) -> list[tuple[Piece, Box]] | None:
+        """Pieces or copies on chip to take ``box`` from, with the cut each gives (None if
+        they do not cover it): a copy on ``tile``, else the nearest one holding all of it,
+        else the pieces that tile it."""
         copies = [p for p in self.copies.get(value, ()) if self._copy_usable(p, value)
                   and contains(p.box, box)]
         mine = [p for p in copies if p.buffer.tile == tile]
         if mine:
-            return self.chip.cut(mine[0].buffer, mine[0].box, box, value)
+            return [(mine[0], box)]
         usable = [p for p in self.pieces.get(value, ()) if self._usable(p)]
         whole = [p for p in usable if contains(p.box, box)] + copies
         if whole:
-            source = min(whole, key=lambda p: self.chip.hops(p.buffer.tile, tile))
-            return self.chip.transfer(source.buffer, source.box, box, tile, value)
-        hits = [(cut, p) for p in usable if (cut := intersect(p.box, box)) is not None]
-        if not hits or sum(volume(cut) for cut, _ in hits) != volume(box):
+            return [(min(whole, key=lambda p: self.chip.hops(p.buffer.tile, tile)), box)]
+        hits = [(p, cut) for p in usable if (cut := intersect(p.box, box)) is not None]
+        if not hits or sum(volume(cut) for _, cut in hits) != volume(box):
             return None
+        return hits
+
+    def _on_chip(self, value: Value, box: Box, tile: int) -> Buffer | None:
+        """``box`` on ``tile`` from usable pieces or copies, or None if they do not cover it."""
+        sources = self._sources(value, box, tile)
+        if sources is None:
+            return None
+        if len(sources) == 1:
+            piece, _ = sources[0]
+            return self.chip.transfer(piece.buffer, piece.box, box, tile, value)
         joined = self.chip.alloc(tile, extent(box), value)
-        for cut, p in hits:
-            self.chip.transfer(p.buffer, p.box, cut, tile, value, into=(joined, box))
+        for piece, cut in sources:
+            self.chip.transfer(piece.buffer, piece.box, cut, tile, value, into=(joined, box))
         return joined
+
+    def deliver(self, value: Value, box: Box, tile: int, port: int, into: tuple[Buffer, Box]) -> None:
+        """``box`` of ``value`` into its window of ``into`` (a buffer on ``tile`` and the box
+        it holds): received straight from the pieces on chip when they hold it (no staging
+        buffer, no copy on ``tile``), else fetched as :meth:`get` does and copied in. A
+        virtual concatenation delivers each input's cut the same way."""
+        concat = self.virtual.get(value)
+        if concat is not None:
+            buffer, holds = into
+            for source, cut, axis, offset in _concat_cuts(concat, box):
+                self.deliver(source, _shifted(cut, axis, -offset), tile, port,
+                             (buffer, _shifted(holds, axis, -offset)))
+            return
+        sources = self._sources(value, box, tile)
+        if sources is None:
+            fetched = self.get(value, box, tile, port)
+            self.chip.transfer(fetched, box, box, tile, value, into=into)
+            return
+        for piece, cut in sources:
+            self.chip.transfer(piece.buffer, piece.box, cut, tile, value, into=into)
 
     def get(self, value: Value, box: Box, tile: int, port: int, share: bool = True) -> Buffer:
         """A buffer on ``tile`` holding ``box`` of ``value`` (see the module docstring)."""
@@ -231,7 +213,7 @@ class Emitter:
         found = self._on_chip(value, box, tile)
         if found is not None:
             return found
-        if not _resident(value):
+        if not is_resident(value):
             stored = [b for b, phase in self.stored.get(value, ()) if phase < self.phase]
             covered = sum(volume(c) for b in stored if (c := intersect(b, box)) is not None)
             if covered != volume(box):
@@ -244,21 +226,11 @@ class Emitter:
 
     def _gather(self, concat: LayerOp, box: Box, tile: int, port: int) -> Buffer:
         """``box`` of a virtual concatenation on ``tile``, from the boxes of its inputs."""
-        axis = int(getattr(concat.attributes.get("axis"), "value", 1)) % len(box)
-        value = concat.results[0]
-        parts: list[tuple[Box, Buffer]] = []
-        offset = 0
-        for source in concat.inputs:
-            size = shape_of(source)[axis]
-            slab = with_axis(box, axis, (offset, offset + size))
-            cut = intersect(box, slab)
-            if cut is not None:
-                local = with_axis(cut, axis, (cut[axis][0] - offset, cut[axis][1] - offset))
-                parts.append((cut, self.get(source, local, tile, port)))
-            offset += size
+        parts = [(cut, self.get(source, _shifted(cut, axis, -offset), tile, port))
+                 for source, cut, axis, offset in _concat_cuts(concat, box)]
         if len(parts) == 1 and parts[0][0] == box:
             return parts[0][1]
-        return self.chip.join(parts, box, tile, value)
+        return self.chip.join(parts, box, tile, concat.results[0])
 
     def fetch(self, op: Operation, parts: Sequence[tuple[int, Part]], port: int) -> list[list[Buffer | None]]:
         """Every part's operand buffers; a box several parts read is fetched once and
@@ -293,7 +265,7 @@ class Emitter:
         slabs = scatter_slabs(len(unique), self.elem_bytes_of(box), max(extent(box), default=1))
         if not local and slabs > 1:
             return self.chip.scatter(value, box, unique, slabs,
-                                     lambda slab, tile: self.get(value, slab, tile, port))
+                                     lambda slab, tile, into: self.deliver(value, slab, tile, port, into))
         source = next(iter(local.values())) if local else self.get(value, box, unique[0], port)
         return self.chip.spread(source, unique, value, local)
 
@@ -321,7 +293,7 @@ class Emitter:
             into = [whole.get(i) for i, s in enumerate(steps) if step < len(s)]
             # A step's inputs are dropped after it (only weights stay for later steps), so
             # a tile holds one step of input at a time.
-            marks = {v: len(self.copies.get(v, ())) for v in op.operands if not _is_weight(v)}
+            marks = {v: len(self.copies.get(v, ())) for v in op.operands if not is_weight(v)}
             outputs = self.run_parts(op, now, port, into)
             for value, mark in marks.items() if stepped else ():
                 del self.copies.get(value, [])[mark:]
@@ -485,6 +457,8 @@ class Emitter:
         if backward or phase.block != self.block:
             self.copies.clear()
         self.block = -1 if backward else phase.block
+        if not backward and len(phase.items) > 1:
+            self._prefetch(phase.items, ops_of)
         for item in phase.items:
             if backward:
                 self.run_backward(phase.ops, item.home)
@@ -497,6 +471,57 @@ class Emitter:
         self.chip.barrier(phase.label)
         self.phase += 1
 
+    def _prefetch(self, items: Sequence[Item], ops_of: Mapping[str, Sequence[Operation]]) -> None:
+        """Fetch together what the first op of every column's first item reads and the phase
+        did not make: weights, inputs from DRAM or kept on chip. Fetched one item at a
+        time, a column's transfers would queue behind the previous column's weight
+        broadcast on the tiles' in-order NoC queues; fetched together, every column's
+        on-chip transfers go first, then all DRAM loads, then all trees, round by round.
+        A part run in steps or input-channel chunks has its first one fetched ahead."""
+        readers: dict[tuple[Value, Box], list[int]] = {}
+        ports: dict[tuple[Value, Box], int] = {}
+        taken: set[int] = set()
+        for item in items:
+            op = self._first_op(item, ops_of)
+            if op is None or taken.intersection(item.home.tiles):
+                continue
+            taken.update(item.home.tiles)
+            for tile, part in self._first_steps(op, item):
+                for value, box in zip(op.operands, part.ins, strict=True):
+                    if box is not None and self._ready(value):
+                        readers.setdefault((value, box), []).append(tile)
+                        ports.setdefault((value, box), item.home.port)
+        keys = list(readers)
+        plans = [self._spread(value, box, readers[(value, box)], ports[(value, box)])
+                 for value, box in keys]
+        for (value, box), spread in zip(keys, self.chip.run(plans), strict=True):
+            for buffer in spread.values():
+                self._remember(value, box, buffer)
+
+    def _first_op(self, item: Item, ops_of: Mapping[str, Sequence[Operation]]) -> LayerOp | None:
+        ops = ops_of.get(item.layer, ())
+        for op in ops[slice(*item.ops)] if item.ops else ops:
+            if isinstance(op, LayerOp) and op.results[0] not in self.virtual:
+                return op
+        return None
+
+    def _first_steps(self, op: LayerOp, item: Item) -> list[tuple[int, Part]]:
+        """The op's parts as its first step and first input-channel chunk (what
+        ``run_op`` fetches first; the rest streams in later)."""
+        ctx, first = self.ctx, []
+        for tile, part in self.forward_parts(op, item):
+            step = temporal_chunks(op, part, ctx.step_budget, ctx.elem_bytes, ctx.chunk_budget)[0]
+            first.append((tile, reduction_chunks(op, step, ctx.chunk_budget, ctx.elem_bytes)[0]))
+        return first
+
+    def _ready(self, value: Value) -> bool:
+        """Whether ``value`` exists before the current phase: in DRAM from the start, made
+        in an earlier phase, or a virtual concatenation of such values."""
+        concat = self.virtual.get(value)
+        if concat is not None:
+            return all(self._ready(v) for v in concat.inputs)
+        return is_resident(value) or value in self.pieces or value in self.stored
+
     def run_backward(self, ops: Sequence[Operation], home: Home) -> None:
         for op in ops:
             self.copies.clear()
@@ -506,3 +531,22 @@ class Emitter:
 
 def _op_name(op: Operation) -> str:
     return op.name.partition(".")[2] or op.name
+
+
+def _concat_cuts(concat: LayerOp, box: Box) -> list[tuple[Value, Box, int, int]]:
+    """(input, the cut of ``box`` it holds, the concatenation axis, the input's offset
+    along it) for each input of ``concat`` that ``box`` overlaps."""
+    axis = int(getattr(concat.attributes.get("axis"), "value", 1)) % len(box)
+    cuts, offset = [], 0
+    for source in concat.inputs:
+        size = shape_of(source)[axis]
+        cut = intersect(box, with_axis(box, axis, (offset, offset + size)))
+        if cut is not None:
+            cuts.append((source, cut, axis, offset))
+        offset += size
+    return cuts
+
+
+def _shifted(box: Box, axis: int, by: int) -> Box:
+    """``box`` moved by ``by`` along ``axis``."""
+    return with_axis(box, axis, (box[axis][0] + by, box[axis][1] + by))

@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from crane.autodiff import is_training_step
-from crane.codegen.emit import Context, Emitter
+from crane.codegen.context import Context
+from crane.codegen.emit import Emitter
 from crane.codegen.ownership import CodegenError, Ownership, owners
 from crane.codegen.plan import (
     Home,

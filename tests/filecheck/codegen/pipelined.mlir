@@ -3,9 +3,10 @@
 // later. Each layer is split as the cost model splits it (here by output columns, so
 // parts read halos); a weight slice both tiles read comes from DRAM once and is sent on;
 // the relu runs in place on the convolution's buffer; windowed sends and receives move
-// a box of a buffer (halos, joins) without copies; every state ends with a barrier of
-// both tiles labelled with its block and state; buffers count their bytes at the
-// machine's element width (one byte on edge).
+// a box of a buffer (halos, joins) without copies; a state fetches every column's first
+// operands before it computes (so tile 1's input leaves tile 0 before tile 0's own
+// convolution); every state ends with a barrier of both tiles labelled with its block
+// and state; buffers count their bytes at the machine's element width (one byte on edge).
 // RUN: %crane-opt %s -p 'codegen{emit=listing output=%t}' -o /dev/null
 // RUN: filecheck %s --input-file=%t --check-prefix=LIST
 // RUN: %crane-opt %s -p codegen | filecheck %s --check-prefix=IR
@@ -35,8 +36,9 @@ builtin.module @pair attributes {crane.machine = @pair2} {
 // LIST-NEXT: compute conv2d b2 <- b0, b1 {out = 4, kernel = array<i64: 3, 3>, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 0>, dilation = array<i64: 1, 1>, groups = 1, depthwise = false, bias = false}
 // LIST-NEXT: compute relu b2 <- b2 {}
 // LIST-NEXT: barrier 0 tiles 0, 1  # conv2d..y:state0
-// LIST:      compute relu b4 <- b4 {}
+// LIST:      load    b3 <- x[1, 0, 0, 0] port 0
 // LIST-NEXT: send    b2 -> tile 1 tag 2
+// LIST:      compute relu b4 <- b4 {}
 // LIST-NEXT: barrier 1 tiles 0, 1  # conv2d..y:state1
 // LIST:      send    b4[0, 0, 0, 3] 1x4x8x5 -> tile 1 tag 3
 // LIST:      store   b7 -> y[1, 0, 0, 0] port 1

@@ -1,0 +1,64 @@
+"""What the emitter knows of the job, and what it records of where data lives."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from crane.codegen.boxes import Box
+from crane.codegen.program import Buffer
+from crane.dialects.graph import WeightOp
+from crane.dialects.graph_grad import OptimizerStateOp
+from crane.ir.core import BlockArgument, Operation, Value
+from crane.schedule.workload import Dims
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """A box of a value held in one SRAM buffer."""
+
+    box: Box
+    buffer: Buffer
+    phase: int
+    held: bool
+    """Readable for the rest of its block (a fused layer's output)."""
+    block: int
+    kept: bool = False
+    """Readable by later blocks too (the schedule keeps the output in SRAM)."""
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the emitter knows of the network and its schedule."""
+
+    batch: int
+    training: bool
+    layer_of: Mapping[Operation, str]
+    fused: Mapping[str, bool]
+    block_of: Mapping[str, int]
+    outputs: Mapping[Value, str]
+    """Returned values -> their output names (as the reference interpreter names them)."""
+    backward: frozenset[Operation]
+    budget: int = 0
+    """SRAM bytes one part of an op may read and write before another split is tried."""
+    elem_bytes: int = 1
+    """The machine's element width (what ``budget`` counts)."""
+    chunk_budget: int = 0
+    """Bytes above which a dense conv or linear part runs in input-channel chunks."""
+    step_budget: int = 0
+    """Activation bytes above which a tile runs its part in steps (0: never)."""
+    anchors: Mapping[Operation, str] | None = None
+    """The op making each layer, split like the cost model does (None: the split rules)."""
+    dims: Mapping[str, Dims] | None = None
+    kept: frozenset[str] = frozenset()
+    """Layers whose output the schedule keeps in SRAM after their block."""
+
+
+def is_resident(value: Value) -> bool:
+    """Network inputs, weights and optimizer state live in DRAM from the start."""
+    return isinstance(value, BlockArgument) or isinstance(value.owner_op, WeightOp | OptimizerStateOp)
+
+
+def is_weight(value: Value) -> bool:
+    """Whether ``value`` is a weight of the network."""
+    return isinstance(value.owner_op, WeightOp)
