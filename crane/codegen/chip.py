@@ -3,8 +3,8 @@
 :class:`Chip` appends instruction records (``crane.codegen.program``) and knows nothing of
 the schedule: it allocates buffers, loads and stores boxes of DRAM tensors, cuts boxes out
 of buffers, sends buffers between tiles and joins pieces. :meth:`Chip.spread` plans a
-broadcast along a tree (every tile holding the data forwards it to the nearest tile still
-waiting, so the holders double each round), :meth:`Chip.scatter` one whose slabs are
+broadcast along a tree (:func:`broadcast_tree`: every tile holding the data forwards it
+to its waiting neighbours, one hop each), :meth:`Chip.scatter` one whose slabs are
 loaded by different tiles, and :meth:`Chip.run` emits several plans round by round; that
 is how data several tiles read is fetched once and shared over the NoC.
 
@@ -179,7 +179,7 @@ class Chip:
         """A plan to bring ``source`` to every tile of ``tiles`` along a tree (``held``:
         tiles that already have the data, which forward it too); :meth:`run` emits it."""
         have = {source.tile: source, **(held or {})}
-        return Spread(value, have, _tree(self, list(have), tiles), tiles)
+        return Spread(value, have, broadcast_tree(self, list(have), tiles), tiles)
 
     def scatter(self, value: Value, box: Box, tiles: Sequence[int], slabs: int,
                 fetch: Callable[[Box, int, tuple[Buffer, Box]], None]) -> Spread:
@@ -196,7 +196,7 @@ class Chip:
             slab = with_axis(box, axis, span)
             loader = tiles[k * len(tiles) // slabs]
             fetch(slab, loader, (whole[loader], box))
-            for depth, hops in enumerate(_tree(self, [loader], tiles)):
+            for depth, hops in enumerate(broadcast_tree(self, [loader], tiles)):
                 if depth == len(plan.rounds):
                     plan.rounds.append([])
                 plan.rounds[depth] += [(holder, target, slab) for holder, target, _ in hops]
@@ -229,23 +229,48 @@ class Chip:
         self.barriers += 1
 
 
-def _tree(chip: Chip, roots: Sequence[int], tiles: Sequence[int]) -> list[list[Hop]]:
-    """(holder, target, None) transfers of a broadcast from ``roots``, round by round:
-    every holder sends to the nearest tile still waiting, so the holders double per round."""
+def broadcast_tree(chip: Chip, roots: Sequence[int], tiles: Sequence[int]) -> list[list[Hop]]:
+    """(holder, target, None) transfers of a broadcast from ``roots``, round by round.
+
+    Every holder sends to each of its waiting neighbours: one hop per transfer, and no two
+    transfers of a round share a link, so the data crosses the fewest links (what the cost
+    model charges) without contention. A waiting tile that no chain of waiting neighbours
+    joins to a holder (tiles scattered over the mesh) gets the data from the nearest idle
+    holder, and floods its own neighbours from there."""
     have = list(dict.fromkeys(roots))
     waiting = [t for t in dict.fromkeys(tiles) if t not in have]
     rounds: list[list[Hop]] = []
     while waiting:
         hops: list[Hop] = []
-        for holder in list(have):
-            if not waiting:
+        for holder in have:
+            for target in [t for t in waiting if chip.hops(holder, t) == 1]:
+                waiting.remove(target)
+                hops.append((holder, target, None))
+        stranded = _unreached(chip, [*have, *(target for _, target, _ in hops)], waiting)
+        idle = [h for h in have if all(h != holder for holder, _, _ in hops)]
+        for holder in idle:
+            if not stranded:
                 break
-            target = chip.nearest(waiting, holder)
+            target = chip.nearest(stranded, holder)
+            stranded.remove(target)
             waiting.remove(target)
             hops.append((holder, target, None))
-            have.append(target)
+        have += [target for _, target, _ in hops]
         rounds.append(hops)
     return rounds
+
+
+def _unreached(chip: Chip, have: Sequence[int], waiting: Sequence[int]) -> list[int]:
+    """The waiting tiles no chain of neighbouring waiting tiles joins to a holder."""
+    reached = {t for t in waiting if any(chip.hops(h, t) == 1 for h in have)}
+    frontier = list(reached)
+    while frontier:
+        tile = frontier.pop()
+        for t in waiting:
+            if t not in reached and chip.hops(tile, t) == 1:
+                reached.add(t)
+                frontier.append(t)
+    return [t for t in waiting if t not in reached]
 
 
 def _offsets(outer: Box, inner: Box) -> tuple[int, ...]:

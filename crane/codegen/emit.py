@@ -7,8 +7,8 @@ main op is divided as the cost model divides it (``crane.codegen.partition``); t
 merged into it follow its pieces; other ops use the split rules of ``crane.codegen.rules``.
 
 Operands are fetched for all parts of an op at once, so that a box several tiles read is
-fetched once and shared over the NoC (``Chip.broadcast``, a tree from the tile holding
-it): the input of a channel-split layer, a weight slice of a batch- or space-split one.
+fetched once and shared over the NoC (``Chip.spread``, a tree of one-hop transfers from
+the tile holding it): the input of a channel-split layer, a weight slice of a batch- or space-split one.
 A box is taken, in this order of preference:
 
 1. from pieces on chip that may still be read: produced in the current phase, held in SRAM
