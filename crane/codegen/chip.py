@@ -79,6 +79,12 @@ class Chip:
         (ra, ca), (rb, cb) = divmod(a, self.cols), divmod(b, self.cols)
         return abs(ra - rb) + abs(ca - cb)
 
+    def neighbours(self, tile: int) -> list[int]:
+        """The tiles one hop from ``tile``, in ascending order."""
+        rows, (row, col) = len(self.programs) // self.cols, divmod(tile, self.cols)
+        around = ((row - 1, col), (row, col - 1), (row, col + 1), (row + 1, col))
+        return [r * self.cols + c for r, c in around if 0 <= r < rows and 0 <= c < self.cols]
+
     def nearest(self, tiles: Sequence[int], target: int) -> int:
         """The tile of ``tiles`` closest to ``target`` (the first on ties)."""
         return min(tiles, key=lambda t: self.hops(t, target))
@@ -233,41 +239,42 @@ def broadcast_tree(chip: Chip, roots: Sequence[int], tiles: Sequence[int]) -> li
     """(holder, target, None) transfers of a broadcast from ``roots``, round by round.
 
     Every holder sends to each of its waiting neighbours: one hop per transfer, and no two
-    transfers of a round share a link, so the data crosses the fewest links (what the cost
-    model charges) without contention. A waiting tile that no chain of waiting neighbours
-    joins to a holder (tiles scattered over the mesh) gets the data from the nearest idle
+    of these share a link, so the data crosses the fewest links (what the cost model
+    charges) without contention. A waiting tile that no chain of waiting neighbours joins
+    to a holder (tiles scattered over the mesh) gets the data from the nearest idle
     holder, and floods its own neighbours from there."""
     have = list(dict.fromkeys(roots))
-    waiting = [t for t in dict.fromkeys(tiles) if t not in have]
+    order = {t: k for k, t in enumerate(dict.fromkeys(tiles))}
+    waiting = {t: None for t in order if t not in have}  # an ordered set
     rounds: list[list[Hop]] = []
     while waiting:
         hops: list[Hop] = []
         for holder in have:
-            for target in [t for t in waiting if chip.hops(holder, t) == 1]:
-                waiting.remove(target)
+            beside = [t for t in chip.neighbours(holder) if t in waiting]
+            for target in sorted(beside, key=order.__getitem__):
+                del waiting[target]
                 hops.append((holder, target, None))
         stranded = _unreached(chip, [*have, *(target for _, target, _ in hops)], waiting)
-        idle = [h for h in have if all(h != holder for holder, _, _ in hops)]
-        for holder in idle:
+        senders = {holder for holder, _, _ in hops}
+        for holder in (h for h in have if h not in senders):
             if not stranded:
                 break
             target = chip.nearest(stranded, holder)
             stranded.remove(target)
-            waiting.remove(target)
+            del waiting[target]
             hops.append((holder, target, None))
         have += [target for _, target, _ in hops]
         rounds.append(hops)
     return rounds
 
 
-def _unreached(chip: Chip, have: Sequence[int], waiting: Sequence[int]) -> list[int]:
+def _unreached(chip: Chip, have: Sequence[int], waiting: Mapping[int, None]) -> list[int]:
     """The waiting tiles no chain of neighbouring waiting tiles joins to a holder."""
-    reached = {t for t in waiting if any(chip.hops(h, t) == 1 for h in have)}
-    frontier = list(reached)
+    frontier = [t for h in have for t in chip.neighbours(h) if t in waiting]
+    reached = set(frontier)
     while frontier:
-        tile = frontier.pop()
-        for t in waiting:
-            if t not in reached and chip.hops(tile, t) == 1:
+        for t in chip.neighbours(frontier.pop()):
+            if t in waiting and t not in reached:
                 reached.add(t)
                 frontier.append(t)
     return [t for t in waiting if t not in reached]
