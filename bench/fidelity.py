@@ -8,8 +8,8 @@ the table prints latency and energy, analytical and simulated, and the differenc
 ``(analytical - simulated) / simulated`` in percent, with the lowering and simulation
 times. A row whose latency or energy misses the target is marked ``MISS``.
 
-Run: ``python bench/fidelity.py [--nets resnet50,vgg16] [--batch 1]``. Exit status 1
-when a row misses the target.
+Run: ``python bench/fidelity.py [--nets resnet50,vgg16] [--batch 1] [--machine edge]``.
+Exit status 1 when a row misses the target.
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ CNNS = ("resnet50", "resnet101", "vgg16", "darknet19", "mobilenet_v2", "googlene
         "inception_v3")
 
 
-def lower(net: str, batch: int, out: Path) -> float:
-    """Lower ``net`` for ``edge`` into ``out``; the seconds it took."""
+def lower(net: str, batch: int, machine: str, out: Path) -> float:
+    """Lower ``net`` for ``machine`` into ``out``; the seconds it took."""
     pipeline = "lower-to-tile" if batch == 0 else f"autodiff,segment{{batch={batch}}},map,codegen,alloc"
-    command = [sys.executable, "-m", "crane.opt", str(EXAMPLES / f"{net}.crn"), "--machine", "edge",
+    command = [sys.executable, "-m", "crane.opt", str(EXAMPLES / f"{net}.crn"), "--machine", machine,
                "-p", pipeline, "-o", str(out)]
     began = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -57,6 +57,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nets", default=",".join(CNNS), help="comma-separated example names")
     parser.add_argument("--batch", type=int, default=0, help="samples (0: the example's own)")
+    parser.add_argument("--machine", default="edge", help="built-in machine (the target is for edge)")
     args = parser.parse_args()
     print(f"{'network':<14}{'L model':>12}{'L sim':>12}{'L diff':>9}{'E model':>12}"
           f"{'E sim':>12}{'E diff':>9}{'lower s':>9}{'sim s':>7}")
@@ -64,7 +65,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as scratch:
         for net in args.nets.split(","):
             path = Path(scratch) / f"{net}.tile.mlir"
-            lowering = lower(net, args.batch, path)
+            lowering = lower(net, args.batch, args.machine, path)
             rows, simulating = measure(path)
             latency, energy = rows["latency_cycles"], rows["energy_pj"]
             diffs = [latency.difference_percent or 0.0, energy.difference_percent or 0.0]
