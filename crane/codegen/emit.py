@@ -6,21 +6,8 @@ bookkeeping of where each result box now lives (a *piece*: tile, buffer, phase).
 main op is divided as the cost model divides it (``crane.codegen.partition``); the ops
 merged into it follow its pieces; other ops use the split rules of ``crane.codegen.rules``.
 
-Operands are fetched for all parts of an op at once, so that a box several tiles read is
-fetched once and shared over the NoC (``Chip.spread``, a tree of one-hop transfers from
-the tile holding it): the input of a channel-split layer, a weight slice of a batch- or space-split one.
-A box is taken, in this order of preference:
-
-1. from pieces on chip that may still be read: produced in the current phase, held in SRAM
-   because the producing layer is fused (its output stays on chip within its block), or
-   kept across blocks because the schedule's memory table keeps the producing column's
-   output in SRAM after its block. A piece on another tile is cut to the needed box
-   (``copy``) and sent over the NoC (``send``/``recv``, unique tags); several pieces are
-   joined with ``copy`` into one buffer;
-2. from a copy already on chip: a weight slice loaded earlier in the block, or a box of an
-   input or a spilled value loaded earlier in the phase;
-3. from DRAM (``load`` with the box's offsets), for network inputs, weights, optimizer
-   state and values stored in an earlier phase.
+Operands come from ``crane.codegen.fetch`` (the :class:`Fetcher` this class extends),
+which knows where every box lives and shares a box several tiles read over the NoC.
 
 A dense conv or linear part that would read and write more than half a tile's SRAM (at the
 machine's element width) runs in input-channel chunks whose partial sums the tile adds as
@@ -37,10 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from crane.codegen.boxes import Box, contains, extent, full, intersect, text, volume, with_axis
-from crane.codegen.chip import Chip, Spread, dtype_of
-from crane.codegen.context import Context, Piece, is_resident, is_weight
-from crane.codegen.ownership import CodegenError
+from crane.codegen.boxes import Box, extent, full, intersect, volume
+from crane.codegen.chip import dtype_of
+from crane.codegen.context import Context, Piece, is_weight
+from crane.codegen.fetch import Fetcher
 from crane.codegen.partition import PARTITIONED, layer_partition, partition_boxes
 from crane.codegen.plan import Home, Item, Phase
 from crane.codegen.program import Buffer, Compute, DramTensor, Program
@@ -55,24 +42,15 @@ from crane.codegen.rules import (
     split_training,
     temporal_chunks,
 )
-from crane.cost.layer import scatter_slabs
-from crane.dialects.graph import LayerOp, WeightOp
-from crane.dialects.graph_grad import OptimizerStateOp
-from crane.ir.core import BlockArgument, Operation, Value
+from crane.dialects.graph import LayerOp
+from crane.ir.core import Operation, Value
 
 
-class Emitter:
+class Emitter(Fetcher):
     """Emits the programs of all mesh tiles phase by phase (see the module docstring)."""
 
     def __init__(self, rows: int, cols: int, ctx: Context) -> None:
-        self.ctx = ctx
-        self.chip = Chip(rows, cols, self._tensor_name)
-        self.pieces: dict[Value, list[Piece]] = {}
-        self.copies: dict[Value, list[Piece]] = {}
-        self.stored: dict[Value, list[tuple[Box, int]]] = {}
-        self.phase = 0
-        self.block = -1
-        self.virtual = self._virtual_concats()
+        super().__init__(rows, cols, ctx)
         self.store_set = self._must_store()
 
     @property
@@ -82,35 +60,6 @@ class Emitter:
     @property
     def tensors(self) -> dict[Value, DramTensor]:
         return self.chip.tensors
-
-    # ----- bookkeeping
-    def _tensor_name(self, value: Value) -> tuple[str, str]:
-        owner = value.owner_op
-        if value in self.ctx.outputs:
-            return self.ctx.outputs[value], "output"
-        if isinstance(value, BlockArgument):
-            return value.name_hint or f"arg{value.index}", "input"
-        if isinstance(owner, WeightOp):
-            return owner.weight_name, "weight"
-        if isinstance(owner, OptimizerStateOp):
-            return owner.state_name, "state"
-        return value.name_hint or "v", "gradient" if owner in self.ctx.backward else "activation"
-
-    def _virtual_concats(self) -> dict[Value, LayerOp]:
-        """Concatenations nobody needs as one tensor: forward concats whose result is no
-        network output and feeds only forward layer ops. Their readers gather the boxes
-        straight from the inputs' pieces (the cost model treats concat as transparent)."""
-        ctx, found = self.ctx, dict[Value, LayerOp]()
-        for op in ctx.layer_of:
-            if not isinstance(op, LayerOp) or op.kind.name != "concat" or op in ctx.backward:
-                continue
-            result = op.results[0]
-            users = list(result.users())
-            if result in ctx.outputs or not users or any(
-                    u in ctx.backward or not isinstance(u, LayerOp) for u in users):
-                continue
-            found[result] = op
-        return found
 
     def _readers(self, value: Value) -> list[Operation]:
         """The ops reading ``value``, looking through virtual concatenations."""
@@ -136,141 +85,6 @@ class Emitter:
                     if not on_chip:
                         found.add(result)
         return found
-
-    def _usable(self, piece: Piece) -> bool:
-        return (piece.phase == self.phase or piece.kept
-                or (piece.held and piece.block == self.block))
-
-    def _copy_usable(self, piece: Piece, value: Value) -> bool:
-        if piece.phase == self.phase:
-            return True
-        return is_weight(value) and self.block >= 0 and piece.block == self.block
-
-    def _remember(self, value: Value, box: Box, buffer: Buffer) -> None:
-        """A copy of ``box`` of ``value`` now on ``buffer``'s tile, for other tiles to share."""
-        known = self.copies.setdefault(value, [])
-        if any(p.buffer is buffer for p in known):
-            return
-        known.append(Piece(box, buffer, self.phase, False, self.block))
-
-    # ----- fetching operands
-    def _sources(self, value: Value, box: Box, tile: int) -> list[tuple[Piece, Box]] | None:
-        """Pieces or copies on chip to take ``box`` from, with the cut each gives (None if
-        they do not cover it): a copy on ``tile``, else the nearest one holding all of it,
-        else the pieces that tile it."""
-        copies = [p for p in self.copies.get(value, ()) if self._copy_usable(p, value)
-                  and contains(p.box, box)]
-        mine = [p for p in copies if p.buffer.tile == tile]
-        if mine:
-            return [(mine[0], box)]
-        usable = [p for p in self.pieces.get(value, ()) if self._usable(p)]
-        whole = [p for p in usable if contains(p.box, box)] + copies
-        if whole:
-            return [(min(whole, key=lambda p: self.chip.hops(p.buffer.tile, tile)), box)]
-        hits = [(p, cut) for p in usable if (cut := intersect(p.box, box)) is not None]
-        if not hits or sum(volume(cut) for _, cut in hits) != volume(box):
-            return None
-        return hits
-
-    def _on_chip(self, value: Value, box: Box, tile: int) -> Buffer | None:
-        """``box`` on ``tile`` from usable pieces or copies, or None if they do not cover it."""
-        sources = self._sources(value, box, tile)
-        if sources is None:
-            return None
-        if len(sources) == 1:
-            piece, _ = sources[0]
-            return self.chip.transfer(piece.buffer, piece.box, box, tile, value)
-        joined = self.chip.alloc(tile, extent(box), value)
-        for piece, cut in sources:
-            self.chip.transfer(piece.buffer, piece.box, cut, tile, value, into=(joined, box))
-        return joined
-
-    def deliver(self, value: Value, box: Box, tile: int, port: int, into: tuple[Buffer, Box]) -> None:
-        """``box`` of ``value`` into its window of ``into`` (a buffer on ``tile`` and the box
-        it holds): received straight from the pieces on chip when they hold it (no staging
-        buffer, no copy on ``tile``), else fetched as :meth:`get` does and copied in. A
-        virtual concatenation delivers each input's cut the same way."""
-        concat = self.virtual.get(value)
-        if concat is not None:
-            buffer, holds = into
-            for source, cut, axis, offset in _concat_cuts(concat, box):
-                self.deliver(source, _shifted(cut, axis, -offset), tile, port,
-                             (buffer, _shifted(holds, axis, -offset)))
-            return
-        sources = self._sources(value, box, tile)
-        if sources is None:
-            fetched = self.get(value, box, tile, port)
-            self.chip.transfer(fetched, box, box, tile, value, into=into)
-            return
-        for piece, cut in sources:
-            self.chip.transfer(piece.buffer, piece.box, cut, tile, value, into=into)
-
-    def get(self, value: Value, box: Box, tile: int, port: int, share: bool = True) -> Buffer:
-        """A buffer on ``tile`` holding ``box`` of ``value`` (see the module docstring)."""
-        concat = self.virtual.get(value)
-        if concat is not None:
-            return self._gather(concat, box, tile, port)
-        found = self._on_chip(value, box, tile)
-        if found is not None:
-            return found
-        if not is_resident(value):
-            stored = [b for b, phase in self.stored.get(value, ()) if phase < self.phase]
-            covered = sum(volume(c) for b in stored if (c := intersect(b, box)) is not None)
-            if covered != volume(box):
-                raise CodegenError(f"codegen bug: {text(box)} of '{value.name_hint}' is neither "
-                                   f"on chip nor in DRAM in phase {self.phase}", value.owner_op)
-        loaded = self.chip.load(value, box, tile, port)
-        if share:
-            self._remember(value, box, loaded)
-        return loaded
-
-    def _gather(self, concat: LayerOp, box: Box, tile: int, port: int) -> Buffer:
-        """``box`` of a virtual concatenation on ``tile``, from the boxes of its inputs."""
-        parts = [(cut, self.get(source, _shifted(cut, axis, -offset), tile, port))
-                 for source, cut, axis, offset in _concat_cuts(concat, box)]
-        if len(parts) == 1 and parts[0][0] == box:
-            return parts[0][1]
-        return self.chip.join(parts, box, tile, concat.results[0])
-
-    def fetch(self, op: Operation, parts: Sequence[tuple[int, Part]], port: int) -> list[list[Buffer | None]]:
-        """Every part's operand buffers; a box several parts read is fetched once and
-        broadcast to their tiles."""
-        readers: dict[tuple[int, Box], list[int]] = {}
-        for tile, part in parts:
-            for k, box in enumerate(part.ins):
-                if box is not None:
-                    readers.setdefault((k, box), []).append(tile)
-        got: dict[tuple[int, Box, int], Buffer] = {}
-        keys = list(readers)
-        plans = [self._spread(op.operands[k], box, readers[(k, box)], port) for k, box in keys]
-        for (k, box), spread in zip(keys, self.chip.run(plans), strict=True):
-            for tile, buffer in spread.items():
-                got[(k, box, tile)] = buffer
-                self._remember(op.operands[k], box, buffer)
-        return [[None if box is None else got[(k, box, tile)] for k, box in enumerate(part.ins)]
-                for tile, part in parts]
-
-    def _local(self, value: Value, box: Box, tile: int) -> Buffer | None:
-        """``box`` from a usable copy already on ``tile`` (None if there is none)."""
-        for piece in self.copies.get(value, ()):
-            if piece.buffer.tile == tile and self._copy_usable(piece, value) and contains(piece.box, box):
-                return self.chip.cut(piece.buffer, piece.box, box, value)
-        return None
-
-    def _spread(self, value: Value, box: Box, tiles: Sequence[int], port: int) -> Spread:
-        """A plan for ``box`` on every tile of ``tiles``: fetched once (now), then broadcast
-        over the NoC when the op's plans run."""
-        unique = list(dict.fromkeys(tiles))
-        local = {t: b for t in unique if (b := self._local(value, box, t)) is not None}
-        slabs = scatter_slabs(len(unique), self.elem_bytes_of(box), max(extent(box), default=1))
-        if not local and slabs > 1:
-            return self.chip.scatter(value, box, unique, slabs,
-                                     lambda slab, tile, into: self.deliver(value, slab, tile, port, into))
-        source = next(iter(local.values())) if local else self.get(value, box, unique[0], port)
-        return self.chip.spread(source, unique, value, local)
-
-    def elem_bytes_of(self, box: Box) -> int:
-        return volume(box) * self.ctx.elem_bytes
 
     # ----- ops
     def run_op(self, op: Operation, parts: Sequence[tuple[int, Part]], port: int) -> None:
@@ -514,14 +328,6 @@ class Emitter:
             first.append((tile, reduction_chunks(op, step, ctx.chunk_budget, ctx.elem_bytes)[0]))
         return first
 
-    def _ready(self, value: Value) -> bool:
-        """Whether ``value`` exists before the current phase: in DRAM from the start, made
-        in an earlier phase, or a virtual concatenation of such values."""
-        concat = self.virtual.get(value)
-        if concat is not None:
-            return all(self._ready(v) for v in concat.inputs)
-        return is_resident(value) or value in self.pieces or value in self.stored
-
     def run_backward(self, ops: Sequence[Operation], home: Home) -> None:
         for op in ops:
             self.copies.clear()
@@ -531,22 +337,3 @@ class Emitter:
 
 def _op_name(op: Operation) -> str:
     return op.name.partition(".")[2] or op.name
-
-
-def _concat_cuts(concat: LayerOp, box: Box) -> list[tuple[Value, Box, int, int]]:
-    """(input, the cut of ``box`` it holds, the concatenation axis, the input's offset
-    along it) for each input of ``concat`` that ``box`` overlaps."""
-    axis = int(getattr(concat.attributes.get("axis"), "value", 1)) % len(box)
-    cuts, offset = [], 0
-    for source in concat.inputs:
-        size = shape_of(source)[axis]
-        cut = intersect(box, with_axis(box, axis, (offset, offset + size)))
-        if cut is not None:
-            cuts.append((source, cut, axis, offset))
-        offset += size
-    return cuts
-
-
-def _shifted(box: Box, axis: int, by: int) -> Box:
-    """``box`` moved by ``by`` along ``axis``."""
-    return with_axis(box, axis, (box[axis][0] + by, box[axis][1] + by))
