@@ -64,7 +64,7 @@ class Chip:
     """Programs of a ``rows`` x ``cols`` mesh being written (see the module docstring)."""
 
     def __init__(self, rows: int, cols: int, namer: TensorNamer) -> None:
-        self.cols = cols
+        self.rows, self.cols = rows, cols
         self.programs = [Program(r * cols + c, r, c) for r in range(rows) for c in range(cols)]
         self.namer = namer
         self.tensors: dict[Value, DramTensor] = {}
@@ -81,9 +81,9 @@ class Chip:
 
     def neighbours(self, tile: int) -> list[int]:
         """The tiles one hop from ``tile``, in ascending order."""
-        rows, (row, col) = len(self.programs) // self.cols, divmod(tile, self.cols)
+        row, col = divmod(tile, self.cols)
         around = ((row - 1, col), (row, col - 1), (row, col + 1), (row + 1, col))
-        return [r * self.cols + c for r, c in around if 0 <= r < rows and 0 <= c < self.cols]
+        return [r * self.cols + c for r, c in around if 0 <= r < self.rows and 0 <= c < self.cols]
 
     def nearest(self, tiles: Sequence[int], target: int) -> int:
         """The tile of ``tiles`` closest to ``target`` (the first on ties)."""
