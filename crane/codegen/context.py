@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from crane.codegen.boxes import Box
 from crane.codegen.program import Buffer
@@ -52,6 +52,8 @@ class Context:
     dims: Mapping[str, Dims] | None = None
     kept: frozenset[str] = frozenset()
     """Layers whose output the schedule keeps in SRAM after their block."""
+    backward_phase: Mapping[Operation, int] = field(default_factory=dict)
+    """The phase running each training op (its results stay in SRAM for that phase)."""
 
 
 def is_resident(value: Value) -> bool:

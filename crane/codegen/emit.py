@@ -75,7 +75,8 @@ class Emitter(Fetcher):
             for result in op.results:
                 for user in self._readers(result):
                     if user in ctx.backward or op in ctx.backward:
-                        found.add(result)
+                        if not _same_phase(ctx, op, user):
+                            found.add(result)
                         continue
                     other = ctx.layer_of.get(user)
                     if other is None or other == layer:
@@ -330,9 +331,14 @@ class Emitter(Fetcher):
 
     def run_backward(self, ops: Sequence[Operation], home: Home) -> None:
         for op in ops:
-            self.copies.clear()
             parts = split_training(op, self.ctx.batch, len(home.tiles))
             self.run_op(op, list(zip(home.tiles, parts, strict=False)), home.port)
+
+
+def _same_phase(ctx: Context, op: Operation, user: Operation) -> bool:
+    """Whether two training ops run in one phase (``user`` then reads ``op``'s result on chip)."""
+    phase = ctx.backward_phase.get(op)
+    return phase is not None and phase == ctx.backward_phase.get(user)
 
 
 def _op_name(op: Operation) -> str:

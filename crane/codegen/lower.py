@@ -133,7 +133,8 @@ def lower_func(func: FuncOp, schedule: ScheduleOp, machine: Machine,
                   elem_bytes=machine.data_bytes, chunk_budget=machine.sram_bytes // 2,
                   step_budget=int(STREAM_SHARE * machine.sram_bytes),
                   anchors=own.anchors, dims=own.dims,
-                  kept=frozenset(name for block in blocks for name in kept_outputs(block)))
+                  kept=frozenset(name for block in blocks for name in kept_outputs(block)),
+                  backward_phase={op: k for k, phase in enumerate(phases) for op in phase.ops})
     emitter = Emitter(machine.rows, machine.cols, ctx)
     for phase in phases:
         emitter.run_phase(phase, ops_of)

@@ -14,8 +14,9 @@ A *phase* ends with a barrier of every tile. For a ``segment.block`` (its ``tile
   column runs at a time; its widest state's DRAM port), in which its ops run sub-batch by
   sub-batch except the whole-batch ones, which run once over the whole batch.
 
-Training ops then run after every forward block, one op per phase over the whole batch
-(backward sub-batching is not done). When the schedule carries backward blocks (``phase``
+Training ops then run after every forward block over the whole batch (backward
+sub-batching is not done), one phase per layer: the backward ops of one layer run
+together, so the gradients passed between them stay in SRAM. When the schedule carries backward blocks (``phase``
 ``bw1``/``bw2``, columns ``<layer>.grad``), an op runs on the tiles of its layer's
 ``<layer>.grad`` column (its widest state), in the order of those blocks; otherwise (and
 for layers without such a column) on the tiles of its forward layer's widest state,
@@ -151,8 +152,9 @@ def _layer_items(name: str, home: Home, runs: Runs, sub: int, batch: int) -> tup
 def backward_phases(ops: Sequence[tuple[Operation, str]], rank: Mapping[str, int],
                     homes: Mapping[str, Home], block_of: Mapping[str, int],
                     batch: int) -> list[Phase]:
-    """One phase per training op, in ``rank`` order of their layers, graph order within a
-    layer's rank (all graph order if that is not topological)."""
+    """The training ops in ``rank`` order of their layers, graph order within a layer's
+    rank (all graph order if that is not topological), one phase per run of consecutive
+    ops of one layer."""
     position = {op: k for k, (op, _) in enumerate(ops)}
     layer = dict(ops)
     ordered = sorted(ops, key=lambda pair: (rank[pair[1]], position[pair[0]]))
@@ -160,6 +162,12 @@ def backward_phases(ops: Sequence[tuple[Operation, str]], rank: Mapping[str, int
     topological = all(placed.get(v.owner_op, -1) < placed[op]
                       for op, _ in ordered for v in op.operands if v.owner_op in placed)
     chosen = ordered if topological else list(ops)
-    return [Phase(block_of[layer[op]], f"backward:{op.name}",
-                  (Item(layer[op], (0, batch), homes[layer[op]]),), (op,))
-            for op, _ in chosen]
+    runs: list[list[Operation]] = []
+    for op, name in chosen:
+        if runs and layer[runs[-1][0]] == name:
+            runs[-1].append(op)
+        else:
+            runs.append([op])
+    return [Phase(block_of[layer[run[0]]], f"backward:{layer[run[0]]}",
+                  (Item(layer[run[0]], (0, batch), homes[layer[run[0]]]),), tuple(run))
+            for run in runs]
