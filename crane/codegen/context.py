@@ -54,6 +54,9 @@ class Context:
     """Layers whose output the schedule keeps in SRAM after their block."""
     backward_phase: Mapping[Operation, int] = field(default_factory=dict)
     """The phase running each training op (its results stay in SRAM for that phase)."""
+    recomputed: frozenset[str] = frozenset()
+    """Layers whose block runs again before their training ops (their values read only
+    inside the block and by its training ops are not stored)."""
 
 
 def is_resident(value: Value) -> bool:

@@ -12,8 +12,10 @@ which knows where every box lives and shares a box several tiles read over the N
 A dense conv or linear part that would read and write more than half a tile's SRAM (at the
 machine's element width) runs in input-channel chunks whose partial sums the tile adds as
 it goes (``rules.reduction_chunks``). A result is stored to DRAM when it is a network
-output, feeds a backward op, or feeds a layer that cannot take it from SRAM (its producer
-is not fused, or it is in another block that the schedule does not keep it for). Partial
+output, feeds a training op of another phase (unless the schedule recomputes its block
+before that op, see ``crane.codegen.plan``), or feeds a layer that cannot take it from
+SRAM (its producer is not fused, it is in another block that the schedule does not keep
+it for, or that block is recomputed and needs it again). A recomputation stores nothing. Partial
 sums (batch-split weight gradients) are sent to the first tile of the op, added there
 (``compute "accumulate"``) and stored once. A forward phase with several columns first
 fetches what every column's first op reads (its first step and chunk), so that no column
@@ -52,6 +54,8 @@ class Emitter(Fetcher):
     def __init__(self, rows: int, cols: int, ctx: Context) -> None:
         super().__init__(rows, cols, ctx)
         self.store_set = self._must_store()
+        self.recomputing = False
+        self.redone: set[Value] = set()
 
     @property
     def programs(self) -> list[Program]:
@@ -75,13 +79,16 @@ class Emitter(Fetcher):
             for result in op.results:
                 for user in self._readers(result):
                     if user in ctx.backward or op in ctx.backward:
-                        if not _same_phase(ctx, op, user):
+                        if not _same_phase(ctx, op, user) and not _recomputed_for(ctx, op, user):
                             found.add(result)
                         continue
                     other = ctx.layer_of.get(user)
                     if other is None or other == layer:
                         continue
                     same_block = ctx.block_of[other] == ctx.block_of[layer]
+                    if not same_block and other in ctx.recomputed:
+                        found.add(result)  # the recomputation of the reader's block loads it
+                        continue
                     on_chip = ctx.fused.get(layer) if same_block else layer in ctx.kept
                     if not on_chip:
                         found.add(result)
@@ -93,7 +100,7 @@ class Emitter(Fetcher):
         ``rules.temporal_chunks``), reduce partial sums, store what DRAM must hold."""
         layer = self.ctx.layer_of.get(op, "")
         held = bool(self.ctx.fused.get(layer)) and self.block >= 0
-        kept = layer in self.ctx.kept and self.block >= 0
+        kept = (layer in self.ctx.kept and self.block >= 0) or self.recomputing
         made: list[list[Piece]] = [[] for _ in op.results]
         partial: list[list[Buffer]] = [[] for _ in op.results]
         steps = [temporal_chunks(op, part, self.ctx.step_budget, self.ctx.elem_bytes,
@@ -127,9 +134,18 @@ class Emitter(Fetcher):
                 made[k].append(Piece(full(shape_of(op.results[k])), self.reduce(buffers, op.results[k]),
                                      self.phase, held, self.block, kept))
         for result, pieces in zip(op.results, made, strict=True):
-            self.pieces.setdefault(result, []).extend(pieces)
-            if result in self.store_set:
-                self.store(result, pieces, port)
+            self._record(result, pieces, port)
+
+    def _record(self, result: Value, pieces: list[Piece], port: int) -> None:
+        """Note where ``result``'s new pieces live, and store them if DRAM must hold them."""
+        if self.recomputing and result not in self.redone:
+            # The recomputed pieces replace the forward run's (some of which the schedule
+            # may have kept in SRAM), so no box is found twice.
+            self.redone.add(result)
+            self.pieces[result] = []
+        self.pieces.setdefault(result, []).extend(pieces)
+        if result in self.store_set and not self.recomputing:
+            self.store(result, pieces, port)
 
     def run_parts(self, op: Operation, parts: Sequence[tuple[int, Part]], port: int,
                   into: Sequence[tuple[Buffer, Box] | None] | None = None) -> list[tuple[Buffer, ...]]:
@@ -272,6 +288,7 @@ class Emitter(Fetcher):
         if backward or phase.block != self.block:
             self.copies.clear()
         self.block = -1 if backward else phase.block
+        self.recomputing = phase.recompute
         if not backward and len(phase.items) > 1:
             self._prefetch(phase.items, ops_of)
         for item in phase.items:
@@ -339,6 +356,15 @@ def _same_phase(ctx: Context, op: Operation, user: Operation) -> bool:
     """Whether two training ops run in one phase (``user`` then reads ``op``'s result on chip)."""
     phase = ctx.backward_phase.get(op)
     return phase is not None and phase == ctx.backward_phase.get(user)
+
+
+def _recomputed_for(ctx: Context, op: Operation, user: Operation) -> bool:
+    """Whether the training op ``user`` reads the forward op ``op``'s result from the
+    recomputation of ``op``'s block (it belongs to that block's layers)."""
+    layer, reader = ctx.layer_of.get(op), ctx.layer_of.get(user)
+    if op in ctx.backward or layer not in ctx.recomputed or reader is None:
+        return False
+    return ctx.block_of.get(reader) == ctx.block_of[layer]
 
 
 def _op_name(op: Operation) -> str:

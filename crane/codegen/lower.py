@@ -14,6 +14,7 @@ names.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from crane.autodiff import is_training_step
 from crane.codegen.context import Context
@@ -27,7 +28,9 @@ from crane.codegen.plan import (
     block_phase,
     block_phases,
     placement_of,
+    recomputed_blocks,
     widest,
+    with_recomputation,
 )
 from crane.codegen.program import TileModule
 from crane.codegen.rebatch import rebatched
@@ -125,7 +128,11 @@ def lower_func(func: FuncOp, schedule: ScheduleOp, machine: Machine,
     backward = _accumulate_owners(own, block_of)
     rank = {name: len(blocks) - b for name, b in block_of.items()}
     _backward_homes(schedule, machine, homes, rank)
-    phases += backward_phases(backward, rank, homes, block_of, batch)
+    again = recomputed_blocks(schedule.blocks, blocks, batch)
+    rerun = {b: _recompute_phases(runs, len(blocks) + b, machine, batch, ops_of, training)
+             for b, runs in again.items()}
+    phases += with_recomputation(backward_phases(backward, rank, homes, block_of, batch), rerun,
+                                 {b: blocks[b].layer_names for b in again})
     layer_of = {**dict(own.forward), **dict(backward)}
     ctx = Context(batch, training, layer_of, fused, block_of, output_names(func),
                   frozenset(op for op, _ in backward),
@@ -134,13 +141,27 @@ def lower_func(func: FuncOp, schedule: ScheduleOp, machine: Machine,
                   step_budget=int(STREAM_SHARE * machine.sram_bytes),
                   anchors=own.anchors, dims=own.dims,
                   kept=frozenset(name for block in blocks for name in kept_outputs(block)),
-                  backward_phase={op: k for k, phase in enumerate(phases) for op in phase.ops})
+                  backward_phase={op: k for k, phase in enumerate(phases) for op in phase.ops},
+                  recomputed=frozenset(name for b in again for name in blocks[b].layer_names))
     emitter = Emitter(machine.rows, machine.cols, ctx)
     for phase in phases:
         emitter.run_phase(phase, ops_of)
     sym = original.attributes.get("sym_name")
     label = sym.value if isinstance(sym, StringAttr) else ""
     return TileModule(label, emitter.programs, list(emitter.tensors.values()))
+
+
+def _recompute_phases(blocks: Sequence[BlockOp], index: int, machine: Machine, batch: int,
+                      ops_of: dict[str, list[Operation]], training: bool) -> list[Phase]:
+    """The phases of the ``bw2`` blocks recomputing one forward block (block index ``index``,
+    past the forward ones, so the forward run's pieces are not taken for this run's)."""
+    phases: list[Phase] = []
+    for block in blocks:
+        table, _ = placement_of(block, machine.tiles, len(machine.dram_ports))
+        phases += [replace(phase, label=f"recompute:{phase.label}", recompute=True)
+                   for phase in block_phases(block, index, table, batch,
+                                             _runs(block, ops_of, batch, training))]
+    return phases
 
 
 def kept_outputs(block: BlockOp) -> list[str]:

@@ -16,7 +16,12 @@ A *phase* ends with a barrier of every tile. For a ``segment.block`` (its ``tile
 
 Training ops then run after every forward block over the whole batch (backward
 sub-batching is not done), one phase per layer: the backward ops of one layer run
-together, so the gradients passed between them stay in SRAM. When the schedule carries backward blocks (``phase``
+together, so the gradients passed between them stay in SRAM. A forward block that the
+schedule recomputes for the whole batch (``bw2`` blocks over its layers covering every
+sub-batch: it retains none) runs again, as those ``bw2`` blocks say, right before the
+first training op of its layers; its results stay in SRAM for the training ops, so the
+forward pass stores only what leaves the block. A block that retains some sub-batches is
+not recomputed: the forward pass stores what its training ops read. When the schedule carries backward blocks (``phase``
 ``bw1``/``bw2``, columns ``<layer>.grad``), an op runs on the tiles of its layer's
 ``<layer>.grad`` column (its widest state), in the order of those blocks; otherwise (and
 for layers without such a column) on the tiles of its forward layer's widest state,
@@ -67,6 +72,9 @@ class Phase:
     items: tuple[Item, ...] = ()
     ops: tuple[Operation, ...] = ()
     """Training ops of a backward phase (run on ``items[0].home``)."""
+    recompute: bool = False
+    """A forward block run again in backward: its results stay in SRAM for the training
+    ops and nothing is stored."""
 
 
 def block_phase(block: BlockOp) -> str:
@@ -171,3 +179,47 @@ def backward_phases(ops: Sequence[tuple[Operation, str]], rank: Mapping[str, int
     return [Phase(block_of[layer[run[0]]], f"backward:{layer[run[0]]}",
                   (Item(layer[run[0]], (0, batch), homes[layer[run[0]]]),), tuple(run))
             for run in runs]
+
+
+def recomputed_blocks(schedule_blocks: Sequence[BlockOp], forward: Sequence[BlockOp],
+                      batch: int) -> dict[int, list[BlockOp]]:
+    """Forward block index -> the ``bw2`` blocks that recompute it, for the forward blocks
+    whose every layer the schedule recomputes for the whole batch (retains no sub-batch)."""
+    block_of = {name: b for b, block in enumerate(forward) for name in block.layer_names}
+    found: dict[int, list[BlockOp]] = {}
+    for block in schedule_blocks:
+        names = block.layer_names
+        if block_phase(block) != "bw2" or not names or any(n not in block_of for n in names):
+            continue
+        if _samples(block, batch) < batch or len({block_of[n] for n in names}) != 1:
+            continue
+        found.setdefault(block_of[names[0]], []).append(block)
+    return {b: again for b, again in found.items()
+            if {n for block in again for n in block.layer_names} == set(forward[b].layer_names)}
+
+
+def _samples(block: BlockOp, batch: int) -> int:
+    sub, count = block.attributes.get("subbatch"), block.attributes.get("subbatches")
+    if not isinstance(sub, IntAttr) or not isinstance(count, IntAttr):
+        return batch
+    return sub.value * count.value
+
+
+def with_recomputation(backward: Sequence[Phase], again: Mapping[int, Sequence[Phase]],
+                       layers: Mapping[int, Sequence[str]]) -> list[Phase]:
+    """``backward`` with the phases ``again[b]`` recomputing forward block ``b`` (whose
+    layers are ``layers[b]``) before the first phase running a training op of those
+    layers (dropped if there is none)."""
+    first: dict[int, int] = {}
+    for b, names in layers.items():
+        owners = set(names)
+        at = next((k for k, phase in enumerate(backward)
+                   if phase.items and phase.items[0].layer in owners), None)
+        if at is not None and b in again:
+            first[b] = at
+    ordered: list[Phase] = []
+    for k, phase in enumerate(backward):
+        for b in sorted(b for b, at in first.items() if at == k):
+            ordered += again[b]
+        ordered.append(phase)
+    return ordered

@@ -84,9 +84,11 @@ def place_block(block: BlockOp, ports: int) -> None:
 
 
 def prepared(name: str, rows: int, cols: int, training: bool, batch: int = 0,
-             max_block: int = 4) -> tuple[ModuleOp, FuncOp, ScheduleOp, Machine]:
-    """A fresh copy of the network loaded, on the mesh, trained if asked, scheduled, placed."""
-    module = _prepared(name, rows, cols, training, batch, max_block).clone()
+             max_block: int = 4, recompute: str = "crane"
+             ) -> tuple[ModuleOp, FuncOp, ScheduleOp, Machine]:
+    """A fresh copy of the network loaded, on the mesh, trained if asked (with the
+    ``segment`` pass's ``recompute`` policy), scheduled, placed."""
+    module = _prepared(name, rows, cols, training, batch, max_block, recompute).clone()
     assert isinstance(module, ModuleOp)
     func = next(o for o in body(module) if isinstance(o, FuncOp))
     schedule = next(o for o in body(module) if isinstance(o, ScheduleOp))
@@ -95,11 +97,12 @@ def prepared(name: str, rows: int, cols: int, training: bool, batch: int = 0,
 
 @cache
 def _prepared(name: str, rows: int, cols: int, training: bool, batch: int,
-              max_block: int) -> ModuleOp:
+              max_block: int, recompute: str) -> ModuleOp:
     module = load(name)
     set_mesh(module, rows, cols)
     if training:
         run_pass(module, Autodiff(), "graph.func")
-    run_pass(module, Segment(time_limit=0.01, batch=batch, max_block=max_block))
+    run_pass(module, Segment(time_limit=0.01, batch=batch, max_block=max_block,
+                             recompute=recompute))  # type: ignore[arg-type]
     simple_placement(module)
     return module
