@@ -121,13 +121,15 @@ def _phase(phase: str, found: Found, recompute: bool = False) -> tuple[PhaseBloc
     return tuple(PhaseBlock(phase, plan, cost, recompute) for plan, cost in found)
 
 
-def _with_saves(forward: BlockCost, block: Block, samples: int, machine: Machine) -> BlockCost:
-    """Forward plus writing ``samples`` samples of its activations to DRAM.
+def _with_saves(forward: BlockCost, block: Block, samples: int, machine: Machine,
+                checkpoint: float = 0.0) -> BlockCost:
+    """Forward plus writing ``samples`` samples of its activations and ``checkpoint`` bytes
+    of its input to DRAM.
 
     The writes overlap the forward pass: the block takes the longer of its own latency and
     the DRAM time of all its DRAM traffic including the saves.
     """
-    nbytes = sum(layer.output_bytes for layer in block.layers) * samples
+    nbytes = sum(layer.output_bytes for layer in block.layers) * samples + checkpoint
     saves = Traffic.dram_write(nbytes, 1.0)
     traffic = forward.traffic + saves
     latency = max(forward.latency_cycles, dram_cycles(traffic.dram_bytes, machine))
@@ -149,11 +151,13 @@ def plan_block(choice: BlockChoice, batch: int, retained: int, machine: Machine,
     grad = gradient_block(plan.block)
     kept, dropped = retained * b, (q - retained) * b
     recompute = _best(solver, plan.block, dropped, machine, objective)
-    forward = _with_saves(choice.cost, plan.block, kept, machine)
+    checkpoint = sum(plan.block.external_in) * dropped
+    # An input taken from SRAM was never written to DRAM: the checkpoint is written now.
+    written = checkpoint if plan.block.in_from_sram else 0.0
+    forward = _with_saves(choice.cost, plan.block, kept, machine, written)
     bw1 = _best(solver, grad, kept, machine, objective)
     bw2 = _best(solver, grad, dropped, machine, objective)
     activations = sum(layer.output_bytes for layer in plan.block.layers) * kept
-    checkpoint = sum(plan.block.external_in) * dropped
     phases = _phase("bw1", bw1) + _phase("bw2", recompute, True) + _phase("bw2", bw2)
     return BlockTraining(choice, retained, forward, _cost(bw1),
                          _cost(recompute).then(_cost(bw2)), activations + checkpoint, phases)

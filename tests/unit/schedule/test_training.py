@@ -67,3 +67,22 @@ def test_a_phase_with_too_few_samples_for_its_block_runs_column_by_column() -> N
     assert total == trained.bw1.latency_cycles
     assert [pb.phase for pb in trained.backward if pb.recompute] and \
         all(pb.phase == "bw2" for pb in trained.backward if pb.recompute)
+
+
+def test_a_dropped_block_fed_from_sram_writes_its_checkpoint() -> None:
+    solver = BlockCache(PatternSolver("balanced", (True, False)))
+    costs = {}
+    for in_sram in (False, True):
+        block = Block.of(chain(2), 0, 2, in_from_sram=in_sram)
+        plan, cost = solver(block, 4, CLOUD, OBJ, 0.0)[0]
+        choice = BlockChoice(0, 2, plan, cost)
+        dropped, kept = plan_block(choice, 4, 0, CLOUD, solver, OBJ), plan_block(choice, 4, plan.q, CLOUD, solver, OBJ)
+        costs[in_sram] = (choice.cost, dropped.forward, kept.forward)
+    from_dram, from_sram = costs[False], costs[True]
+    checkpoint = sum(Block.of(chain(2), 0, 2).external_in) * 4
+    # Read from DRAM, the input already is the checkpoint; read from SRAM, it is written.
+    assert from_dram[1].traffic.dram_bytes == from_dram[0].traffic.dram_bytes
+    assert from_sram[1].traffic.dram_bytes == from_sram[0].traffic.dram_bytes + checkpoint
+    # Keeping every sub-batch needs no checkpoint.
+    assert from_sram[2].traffic.dram_bytes == from_sram[0].traffic.dram_bytes + sum(
+        layer.output_bytes for layer in Block.of(chain(2), 0, 2).layers) * 4
