@@ -4,7 +4,9 @@ The emitter walks the items in order and, for every op of an item's layer, divid
 the item's tiles and emits on each tile: the operand buffers, the ``compute`` and the
 bookkeeping of where each result box now lives (a *piece*: tile, buffer, phase). A layer's
 main op is divided as the cost model divides it (``crane.codegen.partition``); the ops
-merged into it follow its pieces; other ops use the split rules of ``crane.codegen.rules``.
+merged into it follow its pieces; other ops use the split rules of ``crane.codegen.rules``,
+except batchnorms with batch statistics and their gradients, which run on the boxes the
+tiles hold and exchange per-channel sums (``crane.codegen.statistics``).
 
 Operands come from ``crane.codegen.fetch`` (the :class:`Fetcher` this class extends),
 which knows where every box lives and shares a box several tiles read over the NoC.
@@ -29,7 +31,6 @@ from collections.abc import Mapping, Sequence
 from crane.codegen.boxes import Box, extent, full, intersect, volume
 from crane.codegen.chip import dtype_of
 from crane.codegen.context import Context, Piece, is_weight
-from crane.codegen.fetch import Fetcher
 from crane.codegen.partition import PARTITIONED, layer_partition, partition_boxes
 from crane.codegen.plan import Home, Item, Phase
 from crane.codegen.program import Buffer, Compute, DramTensor, Program
@@ -44,11 +45,13 @@ from crane.codegen.rules import (
     split_training,
     temporal_chunks,
 )
+from crane.codegen.statistics import Statistics, batch_statistics
 from crane.dialects.graph import LayerOp
+from crane.dialects.graph_grad import GradOp
 from crane.ir.core import Operation, Value
 
 
-class Emitter(Fetcher):
+class Emitter(Statistics):
     """Emits the programs of all mesh tiles phase by phase (see the module docstring)."""
 
     def __init__(self, rows: int, cols: int, ctx: Context) -> None:
@@ -98,9 +101,7 @@ class Emitter(Fetcher):
     def run_op(self, op: Operation, parts: Sequence[tuple[int, Part]], port: int) -> None:
         """Emit every part of ``op`` (in steps over each tile's output when big, see
         ``rules.temporal_chunks``), reduce partial sums, store what DRAM must hold."""
-        layer = self.ctx.layer_of.get(op, "")
-        held = bool(self.ctx.fused.get(layer)) and self.block >= 0
-        kept = (layer in self.ctx.kept and self.block >= 0) or self.recomputing
+        held, kept = self._lifetime(op)
         made: list[list[Piece]] = [[] for _ in op.results]
         partial: list[list[Buffer]] = [[] for _ in op.results]
         steps = [temporal_chunks(op, part, self.ctx.step_budget, self.ctx.elem_bytes,
@@ -135,6 +136,20 @@ class Emitter(Fetcher):
                                      self.phase, held, self.block, kept))
         for result, pieces in zip(op.results, made, strict=True):
             self._record(result, pieces, port)
+
+    def _lifetime(self, op: Operation) -> tuple[bool, bool]:
+        """Whether ``op``'s results stay readable for the rest of the block (held) and
+        after it (kept)."""
+        layer = self.ctx.layer_of.get(op, "")
+        held = bool(self.ctx.fused.get(layer)) and self.block >= 0
+        return held, (layer in self.ctx.kept and self.block >= 0) or self.recomputing
+
+    def _record_boxes(self, op: Operation, made: Mapping[Value, Sequence[tuple[Box, Buffer]]],
+                      port: int) -> None:
+        held, kept = self._lifetime(op)
+        for value, boxes in made.items():
+            self._record(value, [Piece(box, buffer, self.phase, held, self.block, kept)
+                                 for box, buffer in boxes], port)
 
     def _record(self, result: Value, pieces: list[Piece], port: int) -> None:
         """Note where ``result``'s new pieces live, and store them if DRAM must hold them."""
@@ -298,8 +313,14 @@ class Emitter(Fetcher):
             ops = ops_of.get(item.layer, ())
             for op in ops[slice(*item.ops)] if item.ops else ops:
                 assert isinstance(op, LayerOp)
-                if op.results[0] not in self.virtual:
-                    self.run_op(op, self.forward_parts(op, item), item.home.port)
+                if op.results[0] in self.virtual:
+                    continue
+                made = self.batchnorm_forward(op, item.home.tiles, item.home.port) \
+                    if batch_statistics(op) else None
+                if made is not None:
+                    self._record_boxes(op, {op.results[0]: made}, item.home.port)
+                    continue
+                self.run_op(op, self.forward_parts(op, item), item.home.port)
         self.chip.barrier(phase.label)
         self.phase += 1
 
@@ -347,7 +368,18 @@ class Emitter(Fetcher):
         return first
 
     def run_backward(self, ops: Sequence[Operation], home: Home) -> None:
+        done: set[Operation] = set()
         for op in ops:
+            if op in done:
+                continue
+            if isinstance(op, GradOp) and batch_statistics(op):
+                # Both gradients of one batchnorm come from the same sums: run them together.
+                wanted = [o for o in ops if isinstance(o, GradOp) and o not in done
+                          and batch_statistics(o) and o.operands == op.operands]
+                self._record_boxes(op, self.batchnorm_backward(op, home.tiles, home.port, wanted),
+                                   home.port)
+                done.update(wanted)
+                continue
             parts = split_training(op, self.ctx.batch, len(home.tiles))
             self.run_op(op, list(zip(home.tiles, parts, strict=False)), home.port)
 

@@ -16,7 +16,9 @@ round differently), and the simulator is checked against the unsplit reference.
 
 Whole-batch ops (batchnorm's batch statistics, losses, training dropout masks) are split
 by channel only, or not at all (a batchnorm with running statistics splits like an
-elementwise op); batchnorm's gradients by channel too. Other gradients
+elementwise op); batchnorm's gradients by channel too. (The emitter runs batch-statistics
+batchnorms on the boxes the tiles already hold instead, ``crane.codegen.statistics``;
+these splits remain for a forward batchnorm whose input is not on chip in its phase.) Other gradients
 split by batch; their results that are not per sample (weight gradients) are partial
 sums (``Part.partial``) which codegen reduces.
 """

@@ -43,7 +43,8 @@ Units and conventions (all ops print in the default custom form, which parses ba
   layer kind (``conv2d``, ``relu``, ...; inputs then weights, as the graph op), ``<kind>_grad_input``
   / ``<kind>_grad_weight`` (operands as the graph op: grad_out, forward inputs, weights),
   ``sgd``/``momentum``/``adam`` (weight, grad, states -> new weight, new states),
-  ``accumulate`` (sum of the inputs) or ``fill``. ``attrs`` holds the graph op's attributes
+  ``accumulate`` (sum of the inputs), ``fill``, or a step of batchnorm over boxes of the batch
+  (``batchnorm_sum`` ..., docs/tile-dialect.md). ``attrs`` holds the graph op's attributes
   at tile level (e.g. the padding a border tile still needs) and the hyper-parameters.
 - ``tile.barrier {id, tiles}``: every tile listed (the own tile included) waits until all
   have reached their ``tile.barrier`` with this ``id``.

@@ -27,6 +27,7 @@ from crane.dialects.tile import compute_kind
 from crane.exec import kernels as K
 from crane.exec.backward import GRAD_INPUT, GRAD_WEIGHT
 from crane.exec.forward import FORWARD, Call
+from crane.exec.kernels import norm_parts
 
 Array = np.ndarray
 
@@ -137,4 +138,23 @@ def evaluate(op: str, attrs: Mapping[str, AttrValue], operands: Sequence[Array],
     if family == "fill":
         value = attrs.get("value", 0.0)
         return [np.full(out_shapes[0] if out_shapes else (), float(value), dtype)]  # type: ignore[arg-type]
+    if family == "batchnorm_part":
+        return [np.asarray(r, dtype=dtype) for r in _batchnorm_part(op, attrs, operands)]
     raise EvalError(f"unknown op '{op}'")
+
+
+def _batchnorm_part(op: str, attrs: Mapping[str, AttrValue], a: Sequence[Array]) -> list[Array]:
+    """A step of batchnorm over parts of the batch (``crane.exec.kernels.norm_parts``)."""
+    count = attrs.get("count")
+    if not isinstance(count, int) or count <= 0:
+        raise EvalError(f"'{op}' needs a positive integer 'count'")
+    eps = float(attrs.get("eps", 1e-5))  # type: ignore[arg-type]
+    if op == "batchnorm_sum":
+        return [norm_parts.batchnorm_sum(a[0])]
+    if op == "batchnorm_sqdev":
+        return [norm_parts.batchnorm_sqdev(a[0], a[1], count=count)]
+    if op == "batchnorm_apply":
+        return [norm_parts.batchnorm_apply(*a, count=count, eps=eps)]
+    if op == "batchnorm_grad_sums":
+        return list(norm_parts.batchnorm_grad_sums(*a, count=count, eps=eps))
+    return [norm_parts.batchnorm_grad_apply(*a, count=count, eps=eps)]

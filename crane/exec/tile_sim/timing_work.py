@@ -11,6 +11,7 @@ tile-level buffer shapes:
   element and, for ``_grad_input``, the forward vector work (activation derivatives);
 * ``sgd`` / ``momentum`` / ``adam``: the update's FLOPs per weight element;
 * ``accumulate``: one add per element per extra input; ``fill``: one store per element;
+* the steps of batchnorm over parts of the batch: ``BATCHNORM_PART_OPS`` per element;
 * ``slice``, ``concat`` and ``transpose`` (free in the graph-level model, which treats them
   as transparent) move every output element through the vector unit once, like
   ``tile.copy``; ``reshape`` and ``flatten`` are free (a buffer is reinterpreted).
@@ -32,6 +33,13 @@ from crane.dialects.tile import compute_kind
 from crane.hardware.machine import Machine
 
 Shape = tuple[int, ...]
+
+BATCHNORM_PART_OPS = {"batchnorm_sum": 1, "batchnorm_sqdev": 2, "batchnorm_apply": 2,
+                      "batchnorm_grad_sums": 5, "batchnorm_grad_apply": 5}
+"""Vector operations per element of the box for the steps of batchnorm over parts of the
+batch: a sum; a subtraction and a multiply-add; a multiply-add with the channel's scale and
+shift; normalising, a multiply-add and an add; normalising and the input gradient's
+multiply-adds."""
 
 COPY_KINDS = frozenset({"slice", "concat", "transpose"})
 """Layer kinds that only move data: one vector operation per output element."""
@@ -97,4 +105,6 @@ def compute_work(op: str, outputs: Sequence[Shape], inputs: Sequence[Shape],
         return Work(0, written * max(1, len(inputs) - 1))
     if family == "fill":
         return Work(0, written)
+    if family == "batchnorm_part":
+        return Work(0, BATCHNORM_PART_OPS[base] * numel(inputs[0]) if inputs else 0)
     raise ValueError(f"unknown compute op '{op}'")

@@ -15,6 +15,7 @@ from crane.exec.kernels import (
     layernorm_backward,
     layernorm_forward,
 )
+from crane.exec.kernels import norm_parts as parts
 
 EPS = 1e-5
 
@@ -111,3 +112,27 @@ def test_layernorm(shape: tuple[int, ...], norm_ndim: int, rng: np.random.Genera
         return {"x": dx, "gamma": dgamma, "beta": dbeta}
 
     check_gradients(forward, backward, inputs)
+
+
+@pytest.mark.parametrize("split", [0, 2])
+def test_batchnorm_from_parts_of_the_batch(split: int, rng: np.random.Generator) -> None:
+    x = (rng.standard_normal((4, 3, 5, 6)) * 3 + 10).astype(np.float32)
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    gamma, beta = rng.standard_normal(3).astype(np.float32), rng.standard_normal(3).astype(np.float32)
+    count = 4 * 5 * 6
+    # Uneven boxes along the batch (split 0) or the rows (split 2).
+    cuts = np.split(np.arange(x.shape[split]), [1, 3])
+    xs, gs = [np.take(x, c, axis=split) for c in cuts], [np.take(g, c, axis=split) for c in cuts]
+    s = sum(parts.batchnorm_sum(b) for b in xs)
+    q = sum(parts.batchnorm_sqdev(b, s, count=count) for b in xs)
+    y = np.concatenate([parts.batchnorm_apply(b, s, q, gamma, beta, count=count, eps=EPS) for b in xs], split)
+    out, mean, inv_std = batchnorm_forward_train(x, gamma, beta, eps=EPS)
+    np.testing.assert_allclose(y, out, rtol=1e-5, atol=1e-5)
+    sums = [parts.batchnorm_grad_sums(a, b, s, q, count=count, eps=EPS) for a, b in zip(gs, xs, strict=True)]
+    dgamma, dbeta = sum(p[0] for p in sums), sum(p[1] for p in sums)
+    dx = np.concatenate([parts.batchnorm_grad_apply(a, b, s, q, dgamma, dbeta, gamma, count=count, eps=EPS)
+                         for a, b in zip(gs, xs, strict=True)], split)
+    want_dx, want_dgamma, want_dbeta = batchnorm_backward_train(g, x, gamma, mean, inv_std)
+    np.testing.assert_allclose(dx, want_dx, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(dgamma, want_dgamma, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(dbeta, want_dbeta, rtol=1e-4, atol=1e-4)
