@@ -57,6 +57,9 @@ class Context:
     recomputed: frozenset[str] = frozenset()
     """Layers whose block runs again before their training ops (their values read only
     inside the block and by its training ops are not stored)."""
+    refreshed: frozenset[str] = frozenset()
+    """Layers whose forward ops run again in their first backward phase (their values read
+    only by the layer itself are not stored)."""
 
 
 def is_resident(value: Value) -> bool:

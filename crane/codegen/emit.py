@@ -89,8 +89,8 @@ class Emitter(Statistics):
                     if other is None or other == layer:
                         continue
                     same_block = ctx.block_of[other] == ctx.block_of[layer]
-                    if not same_block and other in ctx.recomputed:
-                        found.add(result)  # the recomputation of the reader's block loads it
+                    if (not same_block and other in ctx.recomputed) or other in ctx.refreshed:
+                        found.add(result)  # the reader's recomputation loads it
                         continue
                     on_chip = ctx.fused.get(layer) if same_block else layer in ctx.kept
                     if not on_chip:
@@ -308,21 +308,34 @@ class Emitter(Statistics):
             self._prefetch(phase.items, ops_of)
         for item in phase.items:
             if backward:
+                if phase.refresh:
+                    self._refresh(item, ops_of)
                 self.run_backward(phase.ops, item.home)
                 continue
             ops = ops_of.get(item.layer, ())
             for op in ops[slice(*item.ops)] if item.ops else ops:
                 assert isinstance(op, LayerOp)
-                if op.results[0] in self.virtual:
-                    continue
-                made = self.batchnorm_forward(op, item.home.tiles, item.home.port) \
-                    if batch_statistics(op) else None
-                if made is not None:
-                    self._record_boxes(op, {op.results[0]: made}, item.home.port)
-                    continue
-                self.run_op(op, self.forward_parts(op, item), item.home.port)
+                if op.results[0] not in self.virtual:
+                    self._run_forward(op, item)
         self.chip.barrier(phase.label)
         self.phase += 1
+
+    def _run_forward(self, op: LayerOp, item: Item) -> None:
+        made = self.batchnorm_forward(op, item.home.tiles, item.home.port) \
+            if batch_statistics(op) else None
+        if made is not None:
+            self._record_boxes(op, {op.results[0]: made}, item.home.port)
+            return
+        self.run_op(op, self.forward_parts(op, item), item.home.port)
+
+    def _refresh(self, item: Item, ops_of: Mapping[str, Sequence[Operation]]) -> None:
+        """The forward ops of ``item``'s layer again over the whole batch, nothing stored."""
+        self.recomputing = True
+        for op in ops_of.get(item.layer, ()):
+            assert isinstance(op, LayerOp)
+            if op.results[0] not in self.virtual:
+                self._run_forward(op, item)
+        self.recomputing = False
 
     def _prefetch(self, items: Sequence[Item], ops_of: Mapping[str, Sequence[Operation]]) -> None:
         """Fetch together what the first op of every column's first item reads and the phase
@@ -391,12 +404,15 @@ def _same_phase(ctx: Context, op: Operation, user: Operation) -> bool:
 
 
 def _recomputed_for(ctx: Context, op: Operation, user: Operation) -> bool:
-    """Whether the training op ``user`` reads the forward op ``op``'s result from the
-    recomputation of ``op``'s block (it belongs to that block's layers)."""
+    """Whether the training op ``user`` reads the forward op ``op``'s result from a
+    recomputation: of ``op``'s block (``user`` belongs to its layers) or of ``op``'s
+    layer (``user`` belongs to it)."""
     layer, reader = ctx.layer_of.get(op), ctx.layer_of.get(user)
-    if op in ctx.backward or layer not in ctx.recomputed or reader is None:
+    if op in ctx.backward or reader is None:
         return False
-    return ctx.block_of.get(reader) == ctx.block_of[layer]
+    if layer in ctx.refreshed:
+        return reader == layer
+    return layer in ctx.recomputed and ctx.block_of.get(reader) == ctx.block_of[layer]
 
 
 def _op_name(op: Operation) -> str:

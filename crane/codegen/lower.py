@@ -31,12 +31,13 @@ from crane.codegen.plan import (
     recomputed_blocks,
     widest,
     with_recomputation,
+    with_refresh,
 )
 from crane.codegen.program import TileModule
 from crane.codegen.rebatch import rebatched
 from crane.codegen.rules import whole_batch
 from crane.cost.layer import STREAM_SHARE
-from crane.dialects.graph import FuncOp, ReturnOp
+from crane.dialects.graph import FuncOp, LayerOp, ReturnOp
 from crane.dialects.graph_grad import AccumulateOp
 from crane.dialects.segment import BlockOp, ScheduleOp
 from crane.hardware.machine import Machine
@@ -131,8 +132,11 @@ def lower_func(func: FuncOp, schedule: ScheduleOp, machine: Machine,
     again = recomputed_blocks(schedule.blocks, blocks, batch)
     rerun = {b: _recompute_phases(runs, len(blocks) + b, machine, batch, ops_of, training)
              for b, runs in again.items()}
-    phases += with_recomputation(backward_phases(backward, rank, homes, block_of, batch), rerun,
-                                 {b: blocks[b].layer_names for b in again})
+    recomputed = frozenset(name for b in again for name in blocks[b].layer_names)
+    refreshed = _refreshed(own, ops_of, recomputed) if training else frozenset()
+    phases += with_recomputation(
+        with_refresh(backward_phases(backward, rank, homes, block_of, batch), refreshed), rerun,
+        {b: blocks[b].layer_names for b in again})
     layer_of = {**dict(own.forward), **dict(backward)}
     ctx = Context(batch, training, layer_of, fused, block_of, output_names(func),
                   frozenset(op for op, _ in backward),
@@ -142,13 +146,26 @@ def lower_func(func: FuncOp, schedule: ScheduleOp, machine: Machine,
                   anchors=own.anchors, dims=own.dims,
                   kept=frozenset(name for block in blocks for name in kept_outputs(block)),
                   backward_phase={op: k for k, phase in enumerate(phases) for op in phase.ops},
-                  recomputed=frozenset(name for b in again for name in blocks[b].layer_names))
+                  recomputed=recomputed, refreshed=refreshed)
     emitter = Emitter(machine.rows, machine.cols, ctx)
     for phase in phases:
         emitter.run_phase(phase, ops_of)
     sym = original.attributes.get("sym_name")
     label = sym.value if isinstance(sym, StringAttr) else ""
     return TileModule(label, emitter.programs, list(emitter.tensors.values()))
+
+
+REFRESHED_KINDS = frozenset({"conv2d", "linear", "matmul"})
+"""Kinds of a layer's main op whose later ops codegen recomputes in backward."""
+
+
+def _refreshed(own: Ownership, ops_of: dict[str, list[Operation]], recomputed: frozenset[str]
+               ) -> frozenset[str]:
+    """Layers whose internals backward recomputes: made by a ``REFRESHED_KINDS`` op followed
+    by more ops, in blocks that are not recomputed as a whole."""
+    return frozenset(layer for op, layer in own.anchors.items()
+                     if isinstance(op, LayerOp) and op.kind.name in REFRESHED_KINDS
+                     and layer not in recomputed and len(ops_of.get(layer, ())) > 1)
 
 
 def _recompute_phases(blocks: Sequence[BlockOp], index: int, machine: Machine, batch: int,

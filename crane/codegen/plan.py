@@ -21,7 +21,10 @@ schedule recomputes for the whole batch (``bw2`` blocks over its layers covering
 sub-batch: it retains none) runs again, as those ``bw2`` blocks say, right before the
 first training op of its layers; its results stay in SRAM for the training ops, so the
 forward pass stores only what leaves the block. A block that retains some sub-batches is
-not recomputed: the forward pass stores what its training ops read. When the schedule carries backward blocks (``phase``
+not recomputed; in it, a layer made by a convolution or matmul with more ops after it
+(a conv, its batchnorm and activation) keeps only its output for backward, as the cost
+model saves one tensor per layer: its first backward phase runs its forward ops again
+(``refresh``) from its input, which its weight gradient reads anyway. When the schedule carries backward blocks (``phase``
 ``bw1``/``bw2``, columns ``<layer>.grad``), an op runs on the tiles of its layer's
 ``<layer>.grad`` column (its widest state), in the order of those blocks; otherwise (and
 for layers without such a column) on the tiles of its forward layer's widest state,
@@ -32,7 +35,7 @@ placed in a later phase) the backward ops keep graph order instead.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from crane.codegen.ownership import CodegenError
 from crane.dialects.segment import BlockOp
@@ -75,6 +78,9 @@ class Phase:
     recompute: bool = False
     """A forward block run again in backward: its results stay in SRAM for the training
     ops and nothing is stored."""
+    refresh: bool = False
+    """A backward phase that first runs its layer's forward ops again (nothing stored), so
+    the layer's training ops read its intermediate results from SRAM."""
 
 
 def block_phase(block: BlockOp) -> str:
@@ -223,3 +229,16 @@ def with_recomputation(backward: Sequence[Phase], again: Mapping[int, Sequence[P
             ordered += again[b]
         ordered.append(phase)
     return ordered
+
+
+def with_refresh(backward: Sequence[Phase], layers: frozenset[str]) -> list[Phase]:
+    """``backward`` with the first phase of each layer of ``layers`` marked ``refresh``."""
+    seen: set[str] = set()
+    marked = []
+    for phase in backward:
+        layer = phase.items[0].layer if phase.ops and phase.items else ""
+        if layer in layers and layer not in seen:
+            seen.add(layer)
+            phase = replace(phase, refresh=True, label=f"{phase.label}+refresh")
+        marked.append(phase)
+    return marked

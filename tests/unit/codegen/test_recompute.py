@@ -2,8 +2,10 @@
 
 With ``recompute=full`` every forward block retains no sub-batch: codegen runs each block
 again (``recompute:`` phases) before its layers' training ops, and the forward pass stores
-only what leaves a block; with ``keep`` nothing is recomputed and the forward pass stores
-everything the training ops read. Both give the reference interpreter's results.
+only what leaves a block; with ``keep`` no block is recomputed, the forward pass stores
+each layer's output and the training ops' other reads, except the intermediates of conv
+layers, which their first backward phase recomputes (``+refresh``). Both give the
+reference interpreter's results.
 """
 
 from __future__ import annotations
@@ -34,16 +36,19 @@ def labels(made: TileModule) -> list[str]:
 
 
 def forward_stores(made: TileModule) -> set[str]:
-    """Tensors stored before the first training phase, over all tiles."""
+    """Tensors stored by the forward phases (before the first training phase), all tiles."""
     stored: set[str] = set()
     for program in made.programs:
+        phase: set[str] = set()
         for ins in program.body:
-            if isinstance(ins, Barrier) and not ins.label.startswith(("backward:", "recompute:")):
-                continue
-            if isinstance(ins, Barrier):
-                break
             if isinstance(ins, Store):
-                stored.add(ins.tensor)
+                phase.add(ins.tensor)
+            if not isinstance(ins, Barrier):
+                continue
+            if ins.label.startswith(("backward:", "recompute:")):
+                break
+            stored |= phase
+            phase = set()
     return stored
 
 
@@ -64,10 +69,23 @@ def test_full_recomputation_reruns_every_block_before_its_training_ops() -> None
 def test_recomputed_blocks_store_only_what_leaves_them() -> None:
     full, keep = forward_stores(lowered("full")[1]), forward_stores(lowered("keep")[1])
     assert full < keep
-    # The stem's convolution and batchnorm results are read only inside the stem's block
-    # and by its training ops: recomputed, not stored.
-    assert {"stem.conv_bn.y", "stem.conv_bn"} <= keep - full
-    assert "stem" in full  # the block's output, which later blocks read
+    # The adds' results feed only their relus and the relus' gradients: recomputed with
+    # the block under full, stored under keep.
+    assert {"r1.add", "r2.add"} <= keep - full
+    assert {"stem", "r1", "r2"} <= full  # blocks' outputs, which later blocks read
+
+
+def test_kept_conv_layers_store_only_their_output() -> None:
+    """Under keep, a conv layer's first backward phase runs its conv, batchnorm and relu
+    again, so the forward pass stores the layer's output and not its intermediates."""
+    module = lowered("keep")[1]
+    stored = forward_stores(module)
+    assert {"stem", "r1.a", "r2.a", "r2.b"} <= stored
+    assert not stored & {"stem.conv_bn.y", "stem.conv_bn", "r1.a.conv_bn.y", "r2.a.conv_bn", "r2.b.y"}
+    refreshed = {n.removeprefix("backward:").removesuffix("+refresh") for n in labels(module)
+                 if n.endswith("+refresh")}
+    assert {"stem.conv_bn.y", "r1.a.conv_bn.y", "r2.a.conv_bn.y", "r2.b.y"} <= refreshed
+    assert "r1.add" not in refreshed  # an add with its relu: nothing to save by rerunning
 
 
 @pytest.mark.parametrize("recompute", ["full", "keep"])
