@@ -6,7 +6,8 @@ The issue's acceptance: on every bundled CNN on ``edge`` the analytical model is
 runs it), its tile programs are simulated (``crane.exec.tile_sim.timing.simulate``), and
 the table prints latency and energy, analytical and simulated, and the difference
 ``(analytical - simulated) / simulated`` in percent, with the lowering and simulation
-times. A row whose latency or energy misses the target is marked ``MISS``.
+times. A row whose latency or energy misses the target is marked ``MISS``. An example with
+a ``train`` section (``tiny_resnet``) is lowered as the training step it describes.
 
 Run: ``python bench/fidelity.py [--nets resnet50,vgg16] [--batch 1] [--machine edge]``.
 Exit status 1 when a row misses the target.
@@ -29,7 +30,8 @@ from crane.ir.parser import parse_ops
 TARGET_PERCENT = 10.0
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 CNNS = ("resnet50", "resnet101", "vgg16", "darknet19", "mobilenet_v2", "googlenet",
-        "inception_v3")
+        "inception_v3", "tiny_resnet")
+"""The bundled CNNs; ``tiny_resnet`` is a training step (forward, backward, update)."""
 
 
 def lower(net: str, batch: int, machine: str, out: Path) -> float:
