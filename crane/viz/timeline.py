@@ -208,26 +208,30 @@ def block_plan(op: BlockOp, workload: Workload | None, target: Machine) -> Plan 
     """The scheduler's plan a ``segment.block`` stands for, or None if it cannot be rebuilt.
 
     The boundary variant and mix reproducing the recorded latency win; failing that, the
-    variant whose dominant mix comes closest."""
+    variant whose dominant mix comes closest, preferring those not above the recorded
+    latency (a training step's forward block records its states plus the activations and
+    checkpoint it saves, never less)."""
     base = block_of(workload, op.layer_names)
     if base is None:
         return None
     recorded = op.latency_cycles
-    closest: tuple[float, Plan] | None = None
+    closest: tuple[tuple[bool, float], Plan] | None = None
     for in_sram, out_sram in ((False, False), (True, False), (False, True), (True, True)):
         block = replace(base, in_from_sram=in_sram, out_to_sram=out_sram)
         rows = [_rows(block, op, i, c, target) for i, c in enumerate(_ints(op, "workloads"))]
         if any(not r for r in rows):
             continue
         plan = _plan(block, op, tuple(r[0] for r in rows))
-        error = abs(sum(state_latencies(plan, target)) - recorded) / max(recorded, 1.0)
+        modelled = sum(state_latencies(plan, target))
+        error = abs(modelled - recorded) / max(recorded, 1.0)
         if error <= EXACT:
             return plan
         exact = _exact_mix(block, op, rows, target)
         if exact is not None:
             return _plan(block, op, exact)
-        if closest is None or error < closest[0]:
-            closest = (error, plan)
+        rank = (modelled > recorded, error)
+        if closest is None or rank < closest[0]:
+            closest = (rank, plan)
     return closest[1] if closest is not None else None
 
 
