@@ -23,6 +23,7 @@ from crane.codegen.program import (
     Alloc,
     Barrier,
     Buffer,
+    Compute,
     Copy,
     DramTensor,
     Instruction,
@@ -147,6 +148,17 @@ class Chip:
         self.emit(buffer.tile, Send(buffer, tile, self.tags))
         self.emit(tile, Recv(target, buffer.tile, self.tags))
         return target
+
+    def reduce(self, buffers: Sequence[Buffer], value: Value) -> Buffer:
+        """Buffers of one shape sent to the first one's tile and added there
+        (``accumulate``; the first itself when it is alone)."""
+        first = buffers[0]
+        if len(buffers) == 1:
+            return first
+        moved = [first, *(self.move(b, first.tile, value) for b in buffers[1:])]
+        out = self.alloc(first.tile, first.shape, value)
+        self.emit(first.tile, Compute("accumulate", (out,), tuple(moved)))
+        return out
 
     def transfer(self, source: Buffer, have: Box, want: Box, tile: int, value: Value,
                  into: tuple[Buffer, Box] | None = None) -> Buffer:

@@ -132,7 +132,7 @@ class Emitter(Statistics):
             made[0].append(Piece(box, buffer, self.phase, held, self.block, kept))
         for k, buffers in enumerate(partial):
             if buffers:
-                made[k].append(Piece(full(shape_of(op.results[k])), self.reduce(buffers, op.results[k]),
+                made[k].append(Piece(full(shape_of(op.results[k])), self.chip.reduce(buffers, op.results[k]),
                                      self.phase, held, self.block, kept))
         for result, pieces in zip(op.results, made, strict=True):
             self._record(result, pieces, port)
@@ -231,16 +231,6 @@ class Emitter(Statistics):
             return None
         own = any(p.buffer is buffer and p.box == part.outs[0] for p in self.pieces.get(source, ()))
         return buffer if own and buffer.dtype == dtype_of(op.results[0]) else None
-
-    def reduce(self, buffers: Sequence[Buffer], value: Value) -> Buffer:
-        """Partial sums sent to the first one's tile and added there (``accumulate``)."""
-        first = buffers[0]
-        if len(buffers) == 1:
-            return first
-        moved = [first, *(self.chip.move(b, first.tile, value) for b in buffers[1:])]
-        out = self.chip.alloc(first.tile, first.shape, value)
-        self.chip.emit(first.tile, Compute("accumulate", (out,), tuple(moved)))
-        return out
 
     def store(self, value: Value, pieces: Sequence[Piece], port: int) -> None:
         for piece in pieces:

@@ -84,16 +84,7 @@ class Statistics(Fetcher):
         by_tile: dict[int, list[Buffer]] = {}
         for buffer in buffers:
             by_tile.setdefault(buffer.tile, []).append(buffer)
-        return self._added([self._added(group, value) for group in by_tile.values()], value)
-
-    def _added(self, buffers: Sequence[Buffer], value: Value) -> Buffer:
-        first = buffers[0]
-        if len(buffers) == 1:
-            return first
-        moved = [first, *(self.chip.move(b, first.tile, value) for b in buffers[1:])]
-        out = self.chip.alloc(first.tile, first.shape, value)
-        self.chip.emit(first.tile, Compute("accumulate", (out,), tuple(moved)))
-        return out
+        return self.chip.reduce([self.chip.reduce(group, value) for group in by_tile.values()], value)
 
     def _moments(self, op: Operation, xs: Sequence[Held], x: Value) -> list[tuple[Buffer, Buffer]]:
         """Per box: the batch's per-channel sum and sum of squared deviations."""

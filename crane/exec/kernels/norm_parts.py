@@ -21,16 +21,8 @@ size). The results equal :func:`crane.exec.kernels.norm.batchnorm_forward_train`
 import numpy as np
 
 from crane.exec.kernels._types import Array
-
-
-def _axes(x: Array) -> tuple[int, ...]:
-    if x.ndim < 2:
-        raise ValueError(f"batchnorm expects (N, C, ...), got shape {x.shape}")
-    return (0, *range(2, x.ndim))
-
-
-def _expand(v: Array, x: Array) -> Array:
-    return v.reshape((1, -1) + (1,) * (x.ndim - 2))
+from crane.exec.kernels.norm import _bn_axes as _axes
+from crane.exec.kernels.norm import _bn_expand as _expand
 
 
 def _normalised(x: Array, s: Array, q: Array, count: int, eps: float) -> tuple[Array, Array]:
