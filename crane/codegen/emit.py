@@ -14,12 +14,12 @@ which knows where every box lives and shares a box several tiles read over the N
 A dense conv or linear part that would read and write more than half a tile's SRAM (at the
 machine's element width) runs in input-channel chunks whose partial sums the tile adds as
 it goes (``rules.reduction_chunks``). A result is stored to DRAM when it is a network
-output, feeds a training op of another phase (unless the schedule recomputes its block
+output, feeds a training op of another phase (unless its block or its layer runs again
 before that op, see ``crane.codegen.plan``), or feeds a layer that cannot take it from
 SRAM (its producer is not fused, it is in another block that the schedule does not keep
-it for, or that block is recomputed and needs it again). A recomputation stores nothing. Partial
-sums (batch-split weight gradients) are sent to the first tile of the op, added there
-(``compute "accumulate"``) and stored once. A forward phase with several columns first
+it for, or that layer runs again later and needs it then). A recomputation stores
+nothing. Partial sums (batch-split weight gradients) are sent to the first tile of the op,
+added there (``compute "accumulate"``) and stored once. A forward phase with several columns first
 fetches what every column's first op reads (its first step and chunk), so that no column
 waits on a tile's in-order NoC queue behind another column's weights.
 """

@@ -24,12 +24,14 @@ forward pass stores only what leaves the block. A block that retains some sub-ba
 not recomputed; in it, a layer made by a convolution or matmul with more ops after it
 (a conv, its batchnorm and activation) keeps only its output for backward, as the cost
 model saves one tensor per layer: its first backward phase runs its forward ops again
-(``refresh``) from its input, which its weight gradient reads anyway. When the schedule carries backward blocks (``phase``
-``bw1``/``bw2``, columns ``<layer>.grad``), an op runs on the tiles of its layer's
-``<layer>.grad`` column (its widest state), in the order of those blocks; otherwise (and
-for layers without such a column) on the tiles of its forward layer's widest state,
-forward blocks in reverse order. If that order is not topological (an op reads a result
-placed in a later phase) the backward ops keep graph order instead.
+(``refresh``) from its input, which its weight gradient reads anyway.
+
+When the schedule carries backward blocks (``phase`` ``bw1``/``bw2``, columns
+``<layer>.grad``), an op runs on the tiles of its layer's ``<layer>.grad`` column (its
+widest state), in the order of those blocks; otherwise (and for layers without such a
+column) on the tiles of its forward layer's widest state, forward blocks in reverse order.
+If that order is not topological (an op reads a result placed in a later phase) the
+backward ops keep graph order instead.
 """
 
 from __future__ import annotations
