@@ -24,7 +24,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from crane.codegen.boxes import Box, contains, extent, full, split_span, volume, with_axis
+from crane.codegen.boxes import (
+    Box,
+    contains,
+    extent,
+    full,
+    intersect,
+    split_span,
+    volume,
+    with_axis,
+)
 from crane.codegen.context import Piece
 from crane.codegen.fetch import Fetcher
 from crane.codegen.program import Buffer, Compute
@@ -105,7 +114,9 @@ class Statistics(Fetcher):
         whole = full(shape_of(value))
         if not pieces or sum(volume(p.box) for p in pieces) != volume(whole):
             return None
-        return pieces if all(contains(whole, p.box) for p in pieces) else None
+        overlap = any(intersect(a.box, b.box) is not None
+                      for k, a in enumerate(pieces) for b in pieces[k + 1:])
+        return None if overlap or not all(contains(whole, p.box) for p in pieces) else pieces
 
     def batchnorm_forward(self, op: LayerOp, tiles: Sequence[int], port: int) -> list[tuple[Box, Buffer]] | None:
         """The normalised boxes of ``op``'s input where they are (None: the input is not
