@@ -18,7 +18,7 @@ with every activation kept / recomputed) and the baselines with everything kept.
 
 prints latency, energy and EDP per policy, Crane's EDP gain over each policy, the ratio
 to the lower bounds, the peak DRAM (training) and the scheduling time, the mean gains over
-the grid, and writes all rows to a CSV.
+the grid, and writes all rows to a CSV (``--csv``, default ``bench/out/schedule.csv``).
 """
 
 from __future__ import annotations
@@ -209,7 +209,8 @@ def _names(text: str) -> tuple[str, ...]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny networks only (CI)")
-    parser.add_argument("--csv", default="schedule-bench.csv")
+    parser.add_argument("--csv", default=str(Path(__file__).parent / "out" / "schedule.csv"),
+                        help="where to write every row (default bench/out/schedule.csv, git-ignored)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--time-limit", type=float, default=0.05)
     parser.add_argument("--networks", default="", help="comma-separated example names")
@@ -237,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         _progress(f"done training {net} {name} b{batch}", began)
     print(report(rows))
     print(f"total {time.perf_counter() - began:.0f} s")
+    Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
     with open(args.csv, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(asdict(rows[0])))
         writer.writeheader()
