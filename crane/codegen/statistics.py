@@ -108,7 +108,9 @@ class Statistics(Fetcher):
         return self.get(weight, (box[1],), tile, port)
 
     def held_boxes(self, value: Value, tiles: Sequence[int]) -> list[Piece] | None:
-        """The pieces of ``value`` made in this phase on ``tiles`` if they tile all of it."""
+        """The pieces of ``value`` made in this phase on ``tiles`` if they tile all of it
+        and their channel ranges are equal or disjoint (so each range's boxes hold every
+        value of its channels)."""
         pieces = [p for p in self.pieces.get(value, ()) if p.phase == self.phase
                   and p.buffer.tile in tiles and p.buffer.shape == extent(p.box)]
         whole = full(shape_of(value))
@@ -116,7 +118,11 @@ class Statistics(Fetcher):
             return None
         overlap = any(intersect(a.box, b.box) is not None
                       for k, a in enumerate(pieces) for b in pieces[k + 1:])
-        return None if overlap or not all(contains(whole, p.box) for p in pieces) else pieces
+        ranges = sorted({p.box[1] for p in pieces})
+        nested = any(a[1] > b[0] for a, b in zip(ranges, ranges[1:], strict=False))
+        if overlap or nested or not all(contains(whole, p.box) for p in pieces):
+            return None
+        return pieces
 
     def batchnorm_forward(self, op: LayerOp, tiles: Sequence[int], port: int) -> list[tuple[Box, Buffer]] | None:
         """The normalised boxes of ``op``'s input where they are (None: the input is not
