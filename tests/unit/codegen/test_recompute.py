@@ -17,13 +17,14 @@ import pytest
 from crane.codegen.lower import lower_func
 from crane.codegen.program import Barrier, Store, TileModule
 from crane.codegen.to_ir import tile_ops
+from crane.dialects.builtin import ModuleOp
 from crane.exec.tile_sim.check import check
 
 from .support import prepared
 
 
 @cache
-def lowered(recompute: str) -> tuple[object, TileModule]:
+def lowered(recompute: str) -> tuple[ModuleOp, TileModule]:
     module, func, schedule, machine = prepared("tiny_resnet", 2, 2, True, recompute=recompute)
     made = lower_func(func, schedule, machine)
     for op in tile_ops(made):
