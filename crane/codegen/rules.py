@@ -76,8 +76,9 @@ def whole_batch(op: Operation, training: bool) -> bool:
             or (training and op.kind.name == "dropout"))
 
 
-def running_statistics(op: LayerOp) -> bool:
-    """A batchnorm normalising with its running statistics (per sample, like an affine op)."""
+def running_statistics(op: Operation) -> bool:
+    """A batchnorm (or its gradient) normalising with its running statistics (per sample,
+    like an affine op)."""
     flag = op.attributes.get("running")
     return isinstance(flag, BoolAttr) and flag.value
 

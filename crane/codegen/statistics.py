@@ -49,12 +49,9 @@ Held = tuple[Box, tuple[Buffer, ...]]
 
 def batch_statistics(op: Operation) -> bool:
     """A batchnorm (or its gradient) normalising with the statistics of the whole batch."""
-    if isinstance(op, LayerOp):
-        return op.kind.name == "batchnorm" and not running_statistics(op)
-    if not isinstance(op, GradOp) or op.kind.name != "batchnorm":
+    if not isinstance(op, LayerOp | GradOp) or op.kind.name != "batchnorm":
         return False
-    running = op.attributes.get("running")
-    return not (running is not None and bool(getattr(running, "value", False)))
+    return not running_statistics(op)
 
 
 def _attrs(op: Operation, x: Value) -> dict[str, Attribute]:
@@ -132,13 +129,13 @@ class Statistics(Fetcher):
         if pieces is None:
             return None
         xs = [(p.box, (p.buffer,)) for p in pieces]
+        attrs = _attrs(op, x)
         made = []
         for (box, (data,)), (s, q) in zip(xs, self._moments(op, xs, x), strict=True):
             tile = data.tile
             scale, shift = (self._channels(w, box, tile, port) for w in (gamma, beta))
             out = self.chip.alloc(tile, extent(box), op.results[0])
-            self.chip.emit(tile, Compute("batchnorm_apply", (out,), (data, s, q, scale, shift),
-                                         _attrs(op, x)))
+            self.chip.emit(tile, Compute("batchnorm_apply", (out,), (data, s, q, scale, shift), attrs))
             made.append((box, out))
         return made
 
