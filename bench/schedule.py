@@ -114,7 +114,7 @@ def run_training_case(workload: Workload, machine: Machine, batch: int,
     for policy in POLICIES:
         began = time.perf_counter()
         forwards[policy] = (schedule(workload, batch, machine, policy, obj, max_block,
-                                     time_limit), time.perf_counter() - began)
+                                     time_limit, grouped=False), time.perf_counter() - began)
     crane_solver = block_solver("crane", time_limit)
     rows: list[Row] = []
     runs: list[tuple[TrainingSchedule, float]] = []

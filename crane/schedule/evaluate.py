@@ -90,6 +90,14 @@ class BlockCost:
             max(self.peak_sram_bytes, other.peak_sram_bytes),
             max(self.peak_dram_bytes, other.peak_dram_bytes), self.feasible and other.feasible)
 
+    def repeated(self, times: int) -> BlockCost:
+        """Run ``times`` times one after another on fresh samples (a group's repetitions):
+        time, energy and traffic add up, SRAM is reused, what goes to DRAM accumulates."""
+        return BlockCost(
+            self.latency_cycles * times, self.energy_pj * times, self.traffic.scaled(times),
+            self.compute_cycles * times, self.peak_sram_bytes, self.peak_dram_bytes * times,
+            self.feasible)
+
 
 def held_capacity(machine: Machine) -> float:
     """Bytes of kept outputs one tile may hold (``crane.cost.layer.HELD_SHARE``)."""

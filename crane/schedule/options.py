@@ -82,7 +82,7 @@ def balanced_split(block: Block, columns: tuple[int, ...], batch: int, tiles: in
     return _balanced(tuple(block.layers[c] for c in columns), batch, tiles, machine, backward)
 
 
-@lru_cache(maxsize=50_000)
+@lru_cache(maxsize=400_000)
 def _balanced(layers: tuple[LayerWork, ...], batch: int, tiles: int, machine: Machine,
               backward: bool) -> tuple[int, ...] | None:
     """``balanced_split`` of the active layers (shared by every block holding them)."""
@@ -180,7 +180,7 @@ def _input_cycles(block: Block, column: int, batch: int, region: Region, machine
     return dram_cycles(nbytes, machine)
 
 
-@lru_cache(maxsize=50_000)
+@lru_cache(maxsize=400_000)
 def state_options(block: Block, state: int, batch: int, machine: Machine,
                   backward: bool = False, splits: tuple[str, ...] = SPLITS,
                   tiles: int | None = None) -> tuple[StateOption, ...]:

@@ -6,7 +6,8 @@
   producers, every sub-batch size that survives the closed-form compute ranking, K1 = half
   of the candidates as in the paper). Every baseline schedule is thus a candidate schedule
   of Crane's search, whose convex-hull DP is exact over its candidates: the policy can
-  only gain over any baseline.
+  only gain over any baseline. Runs of blocks may form groups with their own sub-batch
+  size (``crane.schedule.search``), the paper's composite blocks.
 * ``sequential``: one layer at a time on the whole machine, best sub-batch size per layer,
   tensors kept in SRAM across layers whenever the whole batch fits.
 * ``tangram``: Tangram-like spatial pipelining of layer segments (DP over the segment
@@ -14,7 +15,8 @@
   forwarding of intermediate tensors, best sub-batch size per segment.
 * ``set``: SET-like S-cut segments under a top T-cut, with the utilisation-aware balanced
   tile split, per-segment sub-batching and per-segment choice of keeping the segment's
-  intermediate tensors in SRAM or DRAM (SET's ``to_dram``), DP over the cuts.
+  intermediate tensors in SRAM or DRAM (SET's ``to_dram``), DP over the cuts. Segments
+  may be nested in a T-cut with its own sub-batch count (a group), as SET's RA tree allows.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from crane.schedule.search import BlockCache, Schedule, search
 from crane.schedule.workload import Workload
 
 POLICIES = ("crane", "sequential", "tangram", "set")
+GROUPED = frozenset({"crane", "set"})
+"""Policies whose search may nest blocks in groups with their own sub-batch size."""
 MAX_BLOCK = 12
 """Most layers in one block (segment), for every policy but ``sequential``."""
 MILP_BLOCK = 4
@@ -174,21 +178,28 @@ def schedule(workload: Workload, batch: int, machine: Machine, policy: str = "cr
              objective: Objective | str = "edp", max_block: int = MAX_BLOCK,
              time_limit: float | None = 0.05,
              progress: Callable[[str], None] | None = None, workers: int = 1,
-             refine_rounds: int = 0) -> Schedule:
+             refine_rounds: int = 0, grouped: bool | None = None) -> Schedule:
     """Schedule ``workload`` at ``batch`` on ``machine`` with one of ``POLICIES``.
 
     ``time_limit`` bounds each MILP solve (None: prove optimality); ``workers`` solves
     distinct blocks in that many processes; ``refine_rounds > 0`` runs the hierarchy
     refinement of ``crane.schedule.refine`` on the ``crane`` result (merging neighbouring
-    blocks, re-solving with every sub-batch size) until the cost settles.
+    blocks, re-solving with every sub-batch size) until the cost settles. ``grouped``
+    (default: the policy is in ``GROUPED``) lets runs of blocks form groups with their own
+    sub-batch size.
     """
     obj = Objective.parse(objective) if isinstance(objective, str) else objective
     solver = block_solver(policy, time_limit)
+    nest = policy in GROUPED if grouped is None else grouped
     if policy != "crane":
         return search(workload, batch, machine, solver, obj, policy,
-                      1 if policy == "sequential" else max_block, progress=progress)
+                      1 if policy == "sequential" else max_block, progress=progress,
+                      grouped=nest)
+    # Inside groups Crane keeps its patterns only: the MILP's gain on a block is small
+    # and groups multiply the blocks to solve by the number of group sizes.
+    patterns = BlockCache(CraneSolver(time_limit, milp_block=0))
     best = search(workload, batch, machine, solver, obj, policy, max_block, progress=progress,
-                  workers=workers)
+                  workers=workers, grouped=nest, group_solver=patterns)
     if refine_rounds > 0:
         stronger = CraneSolver(None if time_limit is None else 5 * time_limit, keep=1.0)
         best = refine(best, workload, machine, stronger, obj, max_rounds=refine_rounds,

@@ -3,7 +3,9 @@
 The dynamic programme picks blocks of at most ``max_block`` layers with a time-limited
 solver. Refinement then revisits the hierarchy: each pair of neighbouring blocks is tried
 as one merged block (so a block can grow past the DP's limit), and every block is
-re-solved with a stronger solver (all sub-batch sizes, a longer time limit). A change is
+re-solved with a stronger solver (all sub-batch sizes, a longer time limit). Blocks of a
+group, and the blocks next to one (whose boundary the group fixes), are left as found. A
+change is
 kept only if the whole schedule's objective improves; rounds repeat until one improves the
 objective by less than ``theta`` (2 % as in the paper).
 """
@@ -46,11 +48,18 @@ def _solve(workload: Workload, start: int, stop: int, batch: int, machine: Machi
     return BlockChoice(start, stop, plan, cost)
 
 
+def _free(choices: list[BlockChoice], i: int) -> bool:
+    """Whether choice ``i`` and its neighbours run on the whole batch (no group)."""
+    return all(c.repeat == 1 for c in choices[max(0, i - 1): i + 2])
+
+
 def _round(workload: Workload, choices: list[BlockChoice], batch: int, machine: Machine,
            solver: BlockSolver, objective: Objective, max_merged: int) -> list[BlockChoice]:
     """One pass of re-solving and merging; keeps every change that lowers the objective."""
     current = list(choices)
     for i, c in enumerate(current):
+        if not _free(current, i):
+            continue
         better = _solve(workload, c.start, c.stop, batch, machine, solver, objective)
         trial = current[:i] + [better] + current[i + 1:] if better else current
         if better and _value(objective, trial) < _value(objective, current):
@@ -59,7 +68,8 @@ def _round(workload: Workload, choices: list[BlockChoice], batch: int, machine: 
     while i + 1 < len(current):
         a, b = current[i], current[i + 1]
         merged = (_solve(workload, a.start, b.stop, batch, machine, solver, objective)
-                  if b.stop - a.start <= max_merged else None)
+                  if b.stop - a.start <= max_merged and _free(current, i)
+                  and _free(current, i + 1) else None)
         trial = current[:i] + [merged] + current[i + 2:] if merged else current
         if merged and _value(objective, trial) < _value(objective, current):
             current = trial

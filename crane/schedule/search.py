@@ -4,8 +4,18 @@ The hierarchy is a sequence of blocks (contiguous runs of the topological order,
 ``max_block`` layers) run one after another; a dynamic program over the cut positions keeps,
 for every prefix of the network, the lower-left convex hull of its (latency, energy)
 schedules, so the final L^p E^q choice is exact over the blocks' candidate points (see
-``_thin``; hulls beyond ``front_size`` points are thinned to bound the work). Data crossing a cut stays in SRAM when the
-whole batch of it fits in half of the activation SRAM, else it goes through DRAM.
+``_thin``; hulls beyond ``front_size`` points are thinned to bound the work). Data crossing a
+cut stays in SRAM when the whole batch of it fits in half of the activation SRAM, else it
+goes through DRAM.
+
+With ``grouped``, a run of consecutive blocks may also form a *group*: a composite block
+with its own sub-batch size G (a proper divisor of the batch) whose sub-blocks run one
+after another on G samples, and the whole run repeats for the next G samples. Inside the
+group a cut stays in SRAM when G samples of it fit, which is how early layers with large
+activations avoid DRAM; the price is that the group's weights are read once per
+repetition. A group is entered and left through DRAM, and its blocks have at most
+``GROUP_BLOCK`` layers. The DP tracks, per cut, whether it is crossed at whole-batch scale,
+through DRAM after a group, or inside a group of G.
 
 Blocks are solved by a ``policy`` (``crane.schedule.policies``); identical blocks (same
 shapes, different names) share one solve through a cache keyed by an anonymised block.
@@ -32,10 +42,23 @@ BlockSolver = Callable[[Block, int, Machine, Objective, float], list[tuple[Plan,
 
 @dataclass(frozen=True, slots=True)
 class BlockChoice:
+    """Layers [start, stop) run with ``plan``; ``cost`` covers every repetition.
+
+    ``repeat > 1``: the block belongs to a group run ``repeat`` times on consecutive
+    slices of ``plan.subbatch * plan.q`` samples; ``opens`` marks a group's first block.
+    """
+
     start: int
     stop: int
     plan: Plan
     cost: BlockCost
+    repeat: int = 1
+    opens: bool = False
+
+    @property
+    def samples(self) -> int:
+        """Samples one run of the block processes."""
+        return self.plan.subbatch * self.plan.q
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,10 +102,12 @@ class BlockCache:
         self.memo: dict[tuple[Block, int, Objective, float], list[tuple[Plan, BlockCost]]] = {}
         self.hits = 0
 
-    def prefetch(self, blocks: list[tuple[Block, float]], batch: int, machine: Machine,
+    def prefetch(self, blocks: list[tuple[Block, int, float]], machine: Machine,
                  objective: Objective, workers: int) -> None:
-        """Solve the distinct blocks up front in ``workers`` processes."""
-        keys = list(dict.fromkeys((_anonymous(b), batch, objective, r) for b, r in blocks))
+        """Solve the distinct (block, samples, reserved SRAM) up front in ``workers``
+        processes."""
+        keys = list(dict.fromkeys((_anonymous(b), samples, objective, r)
+                                  for b, samples, r in blocks))
         todo = [k for k in keys if k not in self.memo]
         if workers <= 1 or len(todo) < 2:
             return
@@ -149,51 +174,117 @@ def fused_cut(workload: Workload, cut: int, batch: int, machine: Machine) -> boo
     return crossing_bytes(workload, cut) * batch <= 0.5 * activation_capacity(machine)
 
 
-def _blocks(workload: Workload, batch: int, machine: Machine,
-            max_block: int) -> list[tuple[Block, float]]:
-    """Every candidate block of the search with the SRAM its fused input reserves."""
-    found: list[tuple[Block, float]] = []
+WHOLE = 0
+"""DP mode of a cut crossed at whole-batch scale (SRAM when the whole batch fits)."""
+AFTER_GROUP = -1
+"""DP mode of a cut a group has just left through DRAM."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Move:
+    """One way to run layers [start, stop) from a cut in mode ``source``."""
+
+    source: int
+    target: int
+    samples: int
+    in_sram: bool
+    out_sram: bool
+    opens: bool = False
+
+
+GROUP_BLOCK = 2
+"""Most layers in one block of a group: groups favour short blocks (their cuts stay in
+SRAM anyway), and the bound keeps the grouped search affordable."""
+
+
+def _moves(workload: Workload, start: int, stop: int, batch: int, machine: Machine,
+           groups: tuple[int, ...]) -> list[_Move]:
+    """The DP transitions of block [start, stop): a whole-batch block, or a block of a
+    group of G samples that opens, continues or closes the group (see the module
+    docstring; blocks of at most ``GROUP_BLOCK`` layers)."""
+    whole_in = fused_cut(workload, start, batch, machine)
+    whole_out = fused_cut(workload, stop, batch, machine)
+    moves = [_Move(WHOLE, WHOLE, batch, whole_in, whole_out),
+             _Move(AFTER_GROUP, WHOLE, batch, False, whole_out)]
+    sources = (AFTER_GROUP,) if whole_in else (WHOLE, AFTER_GROUP)
+    for g in groups if stop - start <= GROUP_BLOCK else ():
+        g_in, g_out = fused_cut(workload, start, g, machine), fused_cut(workload, stop, g, machine)
+        for source in sources:
+            moves += [_Move(source, g, g, False, g_out, True),
+                      _Move(source, AFTER_GROUP, g, False, False, True)]
+        moves += [_Move(g, g, g, g_in, g_out), _Move(g, AFTER_GROUP, g, g_in, False)]
+    return moves
+
+
+def _block(workload: Workload, start: int, stop: int, move: _Move) -> tuple[Block, float]:
+    """The block a move solves and the SRAM its fused input reserves."""
+    block = Block.of(workload, start, stop, in_from_sram=move.in_sram, out_to_sram=move.out_sram)
+    return block, crossing_bytes(workload, start) * move.samples if move.in_sram else 0.0
+
+
+def _blocks(workload: Workload, batch: int, machine: Machine, max_block: int,
+            groups: tuple[int, ...]) -> list[tuple[Block, int, float]]:
+    """Every candidate block of the search with its samples and reserved SRAM."""
+    found: list[tuple[Block, int, float]] = []
     for stop in range(1, len(workload) + 1):
-        out_sram = fused_cut(workload, stop, batch, machine)
         for start in range(max(0, stop - max_block), stop):
-            in_sram = fused_cut(workload, start, batch, machine)
-            block = Block.of(workload, start, stop, in_from_sram=in_sram, out_to_sram=out_sram)
-            found.append((block, crossing_bytes(workload, start) * batch if in_sram else 0.0))
+            for move in _moves(workload, start, stop, batch, machine, groups):
+                block, reserved = _block(workload, start, stop, move)
+                found.append((block, move.samples, reserved))
     return found
+
+
+def group_sizes(batch: int) -> tuple[int, ...]:
+    """Sub-batch sizes a group may take: the proper divisors of the batch."""
+    return tuple(g for g in range(1, batch) if batch % g == 0)
 
 
 def search(workload: Workload, batch: int, machine: Machine, solver: BlockSolver,
            objective: Objective, policy: str, max_block: int = 4,
            front_size: int = 64, progress: Callable[[str], None] | None = None,
-           workers: int = 1) -> Schedule:
+           workers: int = 1, grouped: bool = False,
+           group_solver: BlockSolver | None = None) -> Schedule:
     """The best schedule of ``workload`` whose blocks come from ``solver``.
 
-    With ``workers > 1`` and a ``BlockCache`` solver, the distinct blocks are solved in
-    parallel processes before the dynamic programme runs.
+    ``grouped`` lets runs of blocks form groups with their own sub-batch size (module
+    docstring), whose blocks ``group_solver`` solves (default: ``solver``). With ``workers > 1`` and a ``BlockCache`` solver, the distinct blocks are
+    solved in parallel processes before the dynamic programme runs.
     """
     began = time.perf_counter()
     n = len(workload)
-    if isinstance(solver, BlockCache) and workers > 1:
-        solver.prefetch(_blocks(workload, batch, machine, max_block), batch, machine,
-                        objective, workers)
-    fronts: list[list[_Entry]] = [[] for _ in range(n + 1)]
-    fronts[0] = [_Entry(0.0, 0.0, BlockCost.zero(), None, None)]
+    groups = group_sizes(batch) if grouped else ()
+    in_group = group_solver or solver
+    if workers > 1:
+        every = _blocks(workload, batch, machine, max_block, groups)
+        for solve, whole in ((solver, True), (in_group, False)):
+            if isinstance(solve, BlockCache):
+                solve.prefetch([b for b in every if (b[1] == batch) == whole], machine,
+                               objective, workers)
+    fronts: list[dict[int, list[_Entry]]] = [{} for _ in range(n + 1)]
+    fronts[0] = {WHOLE: [_Entry(0.0, 0.0, BlockCost.zero(), None, None)]}
     for stop in range(1, n + 1):
-        out_sram = fused_cut(workload, stop, batch, machine)
-        candidates: list[_Entry] = []
+        candidates: dict[int, list[_Entry]] = {}
         for start in range(max(0, stop - max_block), stop):
-            in_sram = fused_cut(workload, start, batch, machine)
-            block = Block.of(workload, start, stop, in_from_sram=in_sram, out_to_sram=out_sram)
-            reserved = crossing_bytes(workload, start) * batch if in_sram else 0.0
-            found = solver(block, batch, machine, objective, reserved) if fronts[start] else []
-            candidates += [_extend(e, BlockChoice(start, stop, plan, cost))
-                           for plan, cost in found for e in fronts[start]]
-        fronts[stop] = _thin(candidates, front_size)
+            for move in _moves(workload, start, stop, batch, machine, groups):
+                entries = fronts[start].get(move.source, [])
+                if not entries:
+                    continue
+                block, reserved = _block(workload, start, stop, move)
+                repeat = batch // move.samples
+                solve = solver if move.samples == batch else in_group
+                found = solve(block, move.samples, machine, objective, reserved)
+                candidates.setdefault(move.target, []).extend(
+                    _extend(e, BlockChoice(start, stop, plan, cost.repeated(repeat), repeat,
+                                           move.opens and repeat > 1))
+                    for plan, cost in found for e in entries)
+        fronts[stop] = {mode: _thin(found, front_size) for mode, found in candidates.items()}
         if progress:
-            progress(f"{policy}: {stop}/{n} layers, front {len(fronts[stop])}")
-    if not fronts[n]:
+            size = sum(len(f) for f in fronts[stop].values())
+            progress(f"{policy}: {stop}/{n} layers, front {size}")
+    final = [e for entries in fronts[n].values() for e in entries]
+    if not final:
         raise ValueError(f"policy {policy} found no feasible schedule for {workload.name}")
-    best = min(fronts[n], key=lambda e: objective(e.latency, e.energy))
+    best = min(final, key=lambda e: objective(e.latency, e.energy))
     chosen: list[BlockChoice] = []
     entry: _Entry | None = best
     while entry is not None and entry.choice is not None:
@@ -207,5 +298,5 @@ def reevaluate(schedule: Schedule, machine: Machine) -> BlockCost:
     """Recompute a schedule's cost from its plans (a consistency check)."""
     total = BlockCost.zero()
     for choice in schedule.blocks:
-        total = total.then(evaluate(choice.plan, machine))
+        total = total.then(evaluate(choice.plan, machine).repeated(choice.repeat))
     return total

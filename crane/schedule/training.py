@@ -252,7 +252,8 @@ def schedule_training(workload: Workload, batch: int, machine: Machine, policy: 
     fronts = POLICIES if policy == "crane" else (policy,)
     runs: list[tuple[Schedule, TrainingSchedule]] = []
     for p in fronts:
-        forward = schedule(workload, batch, machine, p, obj, max_block, time_limit)
+        forward = schedule(workload, batch, machine, p, obj, max_block, time_limit,
+                           grouped=False)
         runs.append((forward, train(forward, workload, machine, solver, obj, recompute)))
     fitting = [r for r in runs if r[1].fits]
     if not fitting:

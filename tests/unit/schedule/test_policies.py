@@ -10,7 +10,7 @@ from crane.hardware.machine import Machine
 from crane.schedule.builders import chain, diamond, residual_block, transformer_block
 from crane.schedule.objective import Objective
 from crane.schedule.policies import POLICIES, crane_solver, schedule
-from crane.schedule.search import BlockCache, reevaluate, search
+from crane.schedule.search import reevaluate
 from crane.schedule.workload import Workload
 
 EDGE = Machine.edge()
@@ -21,7 +21,7 @@ NETS = [chain(4), diamond(), residual_block(width=32, size=28), transformer_bloc
 @pytest.mark.parametrize("net", NETS, ids=lambda n: n.name)
 def test_crane_search_never_worse_than_baselines(net: Workload, batch: int) -> None:
     obj = Objective()
-    own = search(net, batch, EDGE, BlockCache(crane_solver(time_limit=2.0)), obj, "crane")
+    own = schedule(net, batch, EDGE, "crane", obj, time_limit=2.0)
     for policy in POLICIES[1:]:
         rival = schedule(net, batch, EDGE, policy)
         assert own.edp <= rival.edp * (1 + 1e-9), policy
