@@ -39,6 +39,13 @@ batch) rather than the whole batch:
   from the block's input checkpoint in DRAM; then the blocks of ``<layer>.grad`` columns
   back-propagating those samples, as in ``bw1``.
 
+A *group* is a run of consecutive forward blocks with the same ``group`` number: a
+composite block with its own sub-batch size. Each of its blocks processes ``subbatch *
+subbatches`` samples (a proper divisor of the batch); the group runs all its blocks on the
+first such slice of the batch, then all of them on the next slice, and so on, so a
+tensor crossing between its blocks need only hold one slice. ``latency_cycles`` and
+``energy_pj`` of a grouped block cover all its runs.
+
 A layer name appears in at most one block per phase.
 """
 
@@ -117,6 +124,9 @@ class BlockOp(Operation):
                  doc="tile ids of each (state, column), states x columns (set by map)"),
             Attr("ports", DenseIntsAttr, optional=True,
                  doc="DRAM port of each (state, column), -1 when not placed (set by map)"),
+            Attr("group", IntAttr, optional=True,
+                 doc="forward blocks only: consecutive blocks with one group number form "
+                     "a group, run once per slice of their samples"),
         ),
         summary="a block of layers scheduled with one ScT/MeT pair",
     )
@@ -126,8 +136,10 @@ class BlockOp(Operation):
     def build(cls, layers: Sequence[str], subbatch: int, subbatches: int,
               tables: Tables, tiles: Sequence[Sequence[int]], fused: Sequence[bool],
               latency_cycles: float, energy_pj: float,
-              location: Location = UNKNOWN, phase: str = "forward") -> BlockOp:
-        """A block op holding ``tables`` (row-major) and the per-state tile split."""
+              location: Location = UNKNOWN, phase: str = "forward",
+              group: int | None = None) -> BlockOp:
+        """A block op holding ``tables`` (row-major) and the per-state tile split;
+        ``group`` puts it in that group."""
         def flat(rows: Sequence[Sequence[int]]) -> DenseIntsAttr:
             return DenseIntsAttr(tuple(int(v) for row in rows for v in row))
 
@@ -145,6 +157,8 @@ class BlockOp(Operation):
         }
         if phase != "forward":
             attrs["phase"] = StringAttr(phase)
+        if group is not None:
+            attrs["group"] = IntAttr(group)
         op = cls.create(None, (), (), attrs, (), location)
         assert isinstance(op, BlockOp)
         return op
@@ -154,6 +168,17 @@ class BlockOp(Operation):
         attr = self.attributes.get("layers")
         items = tuple(attr) if isinstance(attr, ArrayAttr) else ()
         return tuple(a.value if isinstance(a, StringAttr) else str(a) for a in items)
+
+    @property
+    def group(self) -> int | None:
+        """The block's group number, None when it runs on the whole batch."""
+        attr = self.attributes.get("group")
+        return attr.value if isinstance(attr, IntAttr) else None
+
+    @property
+    def samples(self) -> int:
+        """Samples one run of the block processes (``subbatch * subbatches``)."""
+        return _int(self, "subbatch") * _int(self, "subbatches")
 
     @property
     def label(self) -> str:
@@ -206,11 +231,33 @@ class BlockOp(Operation):
         if self.phase not in PHASES:
             raise VerifyError(f"'phase' must be one of {', '.join(PHASES)}, got '{self.phase}'")
         batch = _int(self.parent_op, "batch") if self.parent_op is not None else 0
-        samples = _int(self, "subbatch") * _int(self, "subbatches")
-        if batch and (samples > batch if self.phase != "forward" else samples != batch):
+        samples = self.samples
+        if self.group is not None:
+            self.verify_group(batch)
+        elif batch and (samples > batch if self.phase != "forward" else samples != batch):
             verb = "exceed" if self.phase != "forward" else "do not make"
             raise VerifyError(f"{_int(self, 'subbatches')} sub-batches of "
                               f"{_int(self, 'subbatch')} {verb} the batch of {batch}")
+
+    def verify_group(self, batch: int) -> None:
+        """A grouped block is a forward block whose samples divide the batch, right after
+        the group's previous block, with the same samples."""
+        if self.phase != "forward":
+            raise VerifyError(f"only forward blocks can be grouped, not a {self.phase} block")
+        if batch and (self.samples >= batch or batch % self.samples):
+            raise VerifyError(f"a group's {self.samples} samples must be a proper divisor of "
+                              f"the batch of {batch}")
+        parent = self.parent_op
+        siblings = parent.blocks if isinstance(parent, ScheduleOp) else (self,)
+        earlier = siblings[: siblings.index(self)]
+        if not earlier or self.group not in {b.group for b in earlier}:
+            return
+        previous = earlier[-1]
+        if previous.group != self.group:
+            raise VerifyError(f"the blocks of group {self.group} are not consecutive")
+        if previous.samples != self.samples:
+            raise VerifyError(f"the blocks of group {self.group} process {previous.samples} "
+                              f"and {self.samples} samples per run; a group has one size")
 
     def mapping(self) -> tuple[list[tuple[int, ...]], list[int]] | None:
         """The ``placement`` (tile ids per entry) and ``ports`` lists, state-major, if set."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Literal
@@ -21,8 +22,8 @@ from crane.schedule.evaluate import BlockCost, Plan, tables_of
 from crane.schedule.from_graph import graph_batch, trains, workload_of
 from crane.schedule.objective import Objective
 from crane.schedule.options import state_options
-from crane.schedule.policies import schedule
-from crane.schedule.search import Schedule
+from crane.schedule.policies import GROUPED, schedule
+from crane.schedule.search import BlockChoice, Schedule
 from crane.schedule.training import TrainingSchedule, schedule_training
 from crane.schedule.workload import Workload
 
@@ -43,18 +44,29 @@ def tile_split(plan: Plan, machine: Machine) -> tuple[tuple[int, ...], ...]:
 
 
 def block_op(plan: Plan, cost: BlockCost, machine: Machine, phase: str = "forward",
-             gradient: bool = False) -> BlockOp:
+             gradient: bool = False, group: int | None = None) -> BlockOp:
     """The ``segment.block`` of one block of a schedule (``<layer>.grad`` columns if
-    ``gradient``)."""
+    ``gradient``; in ``group`` if given)."""
     names = [f"{layer.name}.grad" if gradient else layer.name for layer in plan.block.layers]
     return BlockOp.build(names, plan.subbatch, plan.q, tables_of(plan),
                          tile_split(plan, machine), plan.fused, cost.latency_cycles,
-                         cost.energy_pj, phase=phase)
+                         cost.energy_pj, phase=phase, group=group)
+
+
+def group_numbers(choices: Sequence[BlockChoice]) -> list[int | None]:
+    """Each block's group number (counting groups from 0), None outside groups."""
+    numbers: list[int | None] = []
+    count = -1
+    for choice in choices:
+        count += choice.opens
+        numbers.append(count if choice.repeat > 1 else None)
+    return numbers
 
 
 def schedule_op(func: str, found: Schedule, objective: str, machine: Machine) -> ScheduleOp:
     """The ``segment.schedule`` op of a whole-network schedule."""
-    blocks = [block_op(choice.plan, choice.cost, machine) for choice in found.blocks]
+    blocks = [block_op(choice.plan, choice.cost, machine, group=group)
+              for choice, group in zip(found.blocks, group_numbers(found.blocks), strict=True)]
     return ScheduleOp.build(func, found.policy, objective, found.batch, blocks,
                             found.cost.latency_cycles, found.cost.energy_pj)
 
@@ -165,6 +177,9 @@ class Segment(Pass):
     """Seconds per MILP solve."""
     max_block: int = 12
     """Most layers in one block."""
+    groups: bool = True
+    """Inference with the crane and set policies: let runs of blocks form groups with
+    their own sub-batch size (``crane.schedule.search``)."""
     recompute: Literal["crane", "keep", "full"] = "crane"
     """Training only: crane (per-block choice of the sub-batches kept, within DRAM), keep
     (every activation kept) or full (every activation recomputed)."""
@@ -195,7 +210,8 @@ class Segment(Pass):
             if trains(func):
                 return self.schedule_training(func, name, workload, batch, machine, ctx, began)
             found = schedule(workload, batch, machine, self.policy, self.objective,
-                             max_block=self.max_block, time_limit=self.time_limit)
+                             max_block=self.max_block, time_limit=self.time_limit,
+                             grouped=self.groups and self.policy in GROUPED)
         except ValueError as problem:
             ctx.emit_error(func, f"cannot schedule: {problem}")
             return None
