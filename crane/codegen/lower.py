@@ -23,10 +23,12 @@ from crane.codegen.ownership import CodegenError, Ownership, owners
 from crane.codegen.plan import (
     Home,
     Phase,
+    PlacedBlock,
     Runs,
     backward_phases,
     block_phase,
     block_phases,
+    forward_phases,
     placement_of,
     recomputed_blocks,
     widest,
@@ -119,13 +121,14 @@ def lower_func(func: FuncOp, schedule: ScheduleOp, machine: Machine,
         ops_of.setdefault(layer, []).append(op)
     fused: dict[str, bool] = {}
     homes: dict[str, Home] = {}
-    phases: list[Phase] = []
-    for b, block in enumerate(blocks):
+    placed: list[PlacedBlock] = []
+    for block in blocks:
         table, _ = placement_of(block, machine.tiles, len(machine.dram_ports))
         for j, (name, flag) in enumerate(zip(block.layer_names, _fused(block), strict=False)):
             fused[name] = flag
             homes[name] = widest(table, j)
-        phases += block_phases(block, b, table, batch, _runs(block, ops_of, batch, training))
+        placed.append((block, table, _runs(block, ops_of, batch, training)))
+    phases = forward_phases(placed, batch)
     backward = _accumulate_owners(own, block_of)
     rank = {name: len(blocks) - b for name, b in block_of.items()}
     _backward_homes(schedule, machine, homes, rank)

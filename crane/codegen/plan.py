@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from itertools import groupby
 
 from crane.codegen.ownership import CodegenError
 from crane.dialects.segment import BlockOp
@@ -129,9 +130,15 @@ def widest(homes: Sequence[Sequence[Home]], column: int) -> Home:
 
 
 def block_phases(block: BlockOp, index: int, homes: Sequence[Sequence[Home]], batch: int,
-                 runs: Runs | None) -> list[Phase]:
+                 runs: Runs | None, offset: int = 0) -> list[Phase]:
     """The forward phases of one block (see the module docstring); ``runs`` makes it
-    layer by layer."""
+    layer by layer; ``offset`` shifts a grouped block's sub-batches to its run's slice."""
+    if offset:
+        return [replace(phase, label=f"{phase.label}@{offset}",
+                        items=tuple(replace(item, span=(item.span[0] + offset,
+                                                        item.span[1] + offset))
+                                    for item in phase.items))
+                for phase in block_phases(block, index, homes, batch, runs)]
     names = block.layer_names
     sub_attr = block.attributes.get("subbatch")
     sub = sub_attr.value if isinstance(sub_attr, IntAttr) else batch
@@ -153,6 +160,31 @@ def block_phases(block: BlockOp, index: int, homes: Sequence[Sequence[Home]], ba
                 k = done + t
                 items.append(Item(names[j], (k * sub, (k + 1) * sub), homes[i][j]))
         phases.append(Phase(index, f"{block.label}:state{i}", tuple(items)))
+    return phases
+
+
+PlacedBlock = tuple[BlockOp, Sequence[Sequence[Home]], Runs | None]
+"""A forward block, the homes of its (state, column) and its layer-by-layer runs."""
+
+
+def forward_phases(placed: Sequence[PlacedBlock], batch: int) -> list[Phase]:
+    """The forward phases of the blocks in order. The blocks of a group run on the first
+    slice of their samples, then all of them again on the next slice, and so on."""
+    phases: list[Phase] = []
+    position = 0
+    for group, members in groupby(placed, key=lambda p: p[0].group):
+        run = [(position + k, member) for k, member in enumerate(members)]
+        position += len(run)
+        if group is None:
+            for index, (block, homes, runs) in run:
+                phases += block_phases(block, index, homes, batch, runs)
+            continue
+        if any(runs is not None for _, (_, _, runs) in run):
+            raise CodegenError(f"group {group} holds a whole-batch op (batch statistics, "
+                               "a loss): it cannot run on a slice of the batch")
+        for offset in range(0, batch, run[0][1][0].samples):
+            for index, (block, homes, _) in run:
+                phases += block_phases(block, index, homes, batch, None, offset)
     return phases
 
 

@@ -1,0 +1,104 @@
+"""Groups on the tiles: a run of blocks with their own sub-batch size runs on the first
+slice of the batch, then again on the next slice, and the tile programs still compute
+what the reference interpreter computes.
+
+The machine is a 2x2 mesh with 32 KiB of SRAM per tile, so that a batch of 8 of the
+network's activations cannot stay on chip between blocks but a slice of 2 can.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from crane.codegen.lower import lower_func
+from crane.codegen.ownership import CodegenError
+from crane.codegen.plan import forward_phases, placement_of
+from crane.codegen.to_ir import tile_ops
+from crane.dialects import default_context
+from crane.dialects.builtin import ModuleOp
+from crane.dialects.graph import FuncOp
+from crane.dialects.hw import MachineOp
+from crane.dialects.segment import ScheduleOp
+from crane.exec.tile_sim.check import check
+from crane.hardware.machine import Machine
+from crane.ir.builder import Builder, InsertPoint
+from crane.passes.segment import Segment
+from crane.tools.inputs import translate
+
+from .support import body, run_pass, set_mesh, simple_placement
+
+NET = """
+block cbr(x, c, k=3) {
+  return relu(batchnorm(conv2d(x, out=c, kernel=k, padding=same, bias=false)));
+}
+network wide {
+  machine edge;
+  batch 8;
+  input image: f32[batch, 3, 32, 32];
+  a = cbr(image, 16);
+  b = cbr(a, 16);
+  c = cbr(b, 16);
+  d = cbr(max_pool2d(c, kernel=2, stride=2), 32);
+  logits = linear(flatten(global_avg_pool(d)), out=5);
+  output logits;
+}
+"""
+
+
+def _scheduled(groups: bool) -> tuple[ModuleOp, Machine, ScheduleOp]:
+    module = translate("crn", NET, "wide.crn", default_context())
+    assert isinstance(module, ModuleOp)
+    machine = dataclasses.replace(set_mesh(module, 2, 2), sram_bytes=32 * 1024)
+    old = next(o for o in body(module) if isinstance(o, MachineOp))
+    Builder(InsertPoint.before(old)).insert(MachineOp.build(machine))
+    old.erase()
+    run_pass(module, Segment(time_limit=0.01, max_block=4, groups=groups))
+    simple_placement(module)
+    schedule = next(op for op in body(module) if isinstance(op, ScheduleOp))
+    return module, machine, schedule
+
+
+def test_grouped_schedule_runs_slice_by_slice_and_matches_the_reference() -> None:
+    module, machine, schedule = _scheduled(groups=True)
+    grouped = [b for b in schedule.blocks if b.group is not None]
+    assert grouped and grouped[0].samples < 8
+    func = next(op for op in body(module) if isinstance(op, FuncOp))
+    made = lower_func(func, schedule, machine)
+    block = module.regions[0].blocks[0]
+    for op in tile_ops(made):
+        block.append(op)
+    report = check(module)
+    assert report.comparisons and all(c.ok for c in report.comparisons)
+
+
+def test_group_phases_cover_the_batch_one_slice_after_another() -> None:
+    _, machine, schedule = _scheduled(groups=True)
+    placed = [(b, placement_of(b, machine.tiles, len(machine.dram_ports))[0], None)
+              for b in schedule.blocks]
+    grouped = [b for b in schedule.blocks if b.group is not None]
+    size = grouped[0].samples
+    phases = forward_phases(placed, 8)
+    first = grouped[0].layer_names[0]
+    spans = [item.span for phase in phases for item in phase.items if item.layer == first]
+    assert sorted(spans) == spans and spans[0][0] == 0 and spans[-1][1] == 8
+    runs = [phase.label for phase in phases if phase.label.endswith(f"@{size}")]
+    assert runs  # the second slice's phases are marked with their offset
+    last = grouped[-1].layer_names[-1]
+    order = [item.layer for phase in phases for item in phase.items]
+    # the group's last layer finishes the first slice before its first layer starts the next
+    assert order.index(last) < max(i for i, name in enumerate(order) if name == first)
+
+
+def test_flat_schedule_has_no_groups() -> None:
+    _, _, schedule = _scheduled(groups=False)
+    assert all(b.group is None for b in schedule.blocks)
+
+
+def test_group_with_a_whole_batch_op_is_refused() -> None:
+    _, _, schedule = _scheduled(groups=True)
+    grouped = next(b for b in schedule.blocks if b.group is not None)
+    runs = {grouped.layer_names[0]: [(0, 1, True)]}
+    with pytest.raises(CodegenError, match="whole-batch op"):
+        forward_phases([(grouped, [[]], runs)], 8)
