@@ -12,7 +12,9 @@
   tensors kept in SRAM across layers whenever the whole batch fits.
 * ``tangram``: Tangram-like spatial pipelining of layer segments (DP over the segment
   cuts), every layer of a segment active at once, tiles in proportion to MACs, on-chip
-  forwarding of intermediate tensors, best sub-batch size per segment.
+  forwarding of intermediate tensors, best sub-batch size per segment. No groups: each
+  segment takes the whole batch. (Tangram's temporal pipelining, layers time-multiplexed
+  on shared tiles without write-back, would come close to a group; it is not modelled.)
 * ``set``: SET-like S-cut segments under a top T-cut, with the utilisation-aware balanced
   tile split, per-segment sub-batching and per-segment choice of keeping the segment's
   intermediate tensors in SRAM or DRAM (SET's ``to_dram``), DP over the cuts. Segments
