@@ -5,9 +5,8 @@ solver. Refinement then revisits the hierarchy: each pair of neighbouring blocks
 as one merged block (so a block can grow past the DP's limit), and every block is
 re-solved with a stronger solver (all sub-batch sizes, a longer time limit). Blocks of a
 group, and the blocks next to one (whose boundary the group fixes), are left as found. A
-change is
-kept only if the whole schedule's objective improves; rounds repeat until one improves the
-objective by less than ``theta`` (2 % as in the paper).
+change is kept only if the whole schedule's objective improves; rounds repeat until one
+improves the objective by less than ``theta`` (2 % as in the paper).
 """
 
 from __future__ import annotations
