@@ -26,6 +26,7 @@ from crane.hardware.machine import Machine
 from crane.ir.builder import Builder, InsertPoint
 from crane.passes.segment import Segment
 from crane.tools.inputs import translate
+from crane.viz.timeline import timeline
 
 from .support import body, run_pass, set_mesh, simple_placement
 
@@ -102,3 +103,10 @@ def test_group_with_a_whole_batch_op_is_refused() -> None:
     runs = {grouped.layer_names[0]: [(0, 1, True)]}
     with pytest.raises(CodegenError, match="whole-batch op"):
         forward_phases([(grouped, [[]], runs)], 8)
+
+
+def test_timeline_draws_a_grouped_block_once_stretched_over_its_runs() -> None:
+    module, _, schedule = _scheduled(groups=True)
+    runs = {b.label: 8 // b.samples for b in schedule.blocks if b.group is not None}
+    spans = [b for b in timeline(module).blocks if b.label in runs]
+    assert spans and all(abs(b.stretch - runs[b.label]) < 1e-6 for b in spans)
