@@ -181,6 +181,14 @@ class BlockOp(Operation):
         return _int(self, "subbatch") * _int(self, "subbatches")
 
     @property
+    def runs(self) -> int:
+        """How many times the block runs: once, or once per slice of the batch in a group."""
+        batch = _int(self.parent_op, "batch") if self.parent_op is not None else 0
+        if self.group is None or not batch or self.samples <= 0:
+            return 1
+        return max(1, batch // self.samples)
+
+    @property
     def label(self) -> str:
         names = self.layer_names
         return f"{names[0]}..{names[-1]}" if len(names) > 1 else (names[0] if names else "")

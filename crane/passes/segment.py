@@ -22,7 +22,7 @@ from crane.schedule.evaluate import BlockCost, Plan, tables_of
 from crane.schedule.from_graph import graph_batch, trains, workload_of
 from crane.schedule.objective import Objective
 from crane.schedule.options import state_options
-from crane.schedule.policies import GROUPED, schedule
+from crane.schedule.policies import schedule
 from crane.schedule.search import BlockChoice, Schedule
 from crane.schedule.training import TrainingSchedule, schedule_training
 from crane.schedule.workload import Workload
@@ -211,7 +211,7 @@ class Segment(Pass):
                 return self.schedule_training(func, name, workload, batch, machine, ctx, began)
             found = schedule(workload, batch, machine, self.policy, self.objective,
                              max_block=self.max_block, time_limit=self.time_limit,
-                             grouped=self.groups and self.policy in GROUPED)
+                             grouped=None if self.groups else False)
         except ValueError as problem:
             ctx.emit_error(func, f"cannot schedule: {problem}")
             return None

@@ -247,8 +247,9 @@ def search(workload: Workload, batch: int, machine: Machine, solver: BlockSolver
     """The best schedule of ``workload`` whose blocks come from ``solver``.
 
     ``grouped`` lets runs of blocks form groups with their own sub-batch size (module
-    docstring), whose blocks ``group_solver`` solves (default: ``solver``). With ``workers > 1`` and a ``BlockCache`` solver, the distinct blocks are
-    solved in parallel processes before the dynamic programme runs.
+    docstring), whose blocks ``group_solver`` solves (default: ``solver``). With
+    ``workers > 1`` and ``BlockCache`` solvers, the distinct blocks are solved in parallel
+    processes before the dynamic programme runs.
     """
     began = time.perf_counter()
     n = len(workload)
@@ -275,7 +276,7 @@ def search(workload: Workload, batch: int, machine: Machine, solver: BlockSolver
                 found = solve(block, move.samples, machine, objective, reserved)
                 candidates.setdefault(move.target, []).extend(
                     _extend(e, BlockChoice(start, stop, plan, cost.repeated(repeat), repeat,
-                                           move.opens and repeat > 1))
+                                           move.opens))
                     for plan, cost in found for e in entries)
         fronts[stop] = {mode: _thin(found, front_size) for mode, found in candidates.items()}
         if progress:

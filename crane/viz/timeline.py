@@ -206,14 +206,6 @@ def _exact_mix(block: Block, op: BlockOp, rows: list[list[tuple[int, ...]]],
     return next((mix for total, mix in partial if abs(total - recorded) <= tolerance), None)
 
 
-def _runs(op: BlockOp) -> int:
-    """How many times the block runs: once, or once per slice of the batch in a group."""
-    batch = op.parent_op.attributes.get("batch") if op.parent_op is not None else None
-    if op.group is None or not isinstance(batch, IntAttr) or op.samples <= 0:
-        return 1
-    return max(1, batch.value // op.samples)
-
-
 def block_plan(op: BlockOp, workload: Workload | None, target: Machine) -> Plan | None:
     """The scheduler's plan a ``segment.block`` stands for, or None if it cannot be rebuilt.
 
@@ -224,7 +216,7 @@ def block_plan(op: BlockOp, workload: Workload | None, target: Machine) -> Plan 
     base = block_of(workload, op.layer_names)
     if base is None:
         return None
-    recorded = op.latency_cycles / _runs(op)
+    recorded = op.latency_cycles / op.runs
     closest: tuple[tuple[bool, float], Plan] | None = None
     for in_sram, out_sram in ((False, False), (True, False), (False, True), (True, True)):
         block = replace(base, in_from_sram=in_sram, out_to_sram=out_sram)

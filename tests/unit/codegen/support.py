@@ -40,11 +40,13 @@ def body(module: Operation) -> list[Operation]:
     return list(module.regions[0].blocks[0].ops)
 
 
-def set_mesh(module: ModuleOp, rows: int, cols: int) -> Machine:
-    """Replace the module's machine by the same tile on a ``rows`` x ``cols`` mesh."""
+def set_mesh(module: ModuleOp, rows: int, cols: int, **changes: object) -> Machine:
+    """Replace the module's machine by the same tile on a ``rows`` x ``cols`` mesh (with
+    other fields ``changes``)."""
     old = machine_of(module) or Machine.edge()
     ports = tuple(DramPort(r, c) for r in range(rows) for c in (0, cols - 1))
-    machine = dataclasses.replace(old, rows=rows, cols=cols, dram_ports=tuple(dict.fromkeys(ports)))
+    machine = dataclasses.replace(old, rows=rows, cols=cols, dram_ports=tuple(dict.fromkeys(ports)),
+                                  **changes)  # type: ignore[arg-type]
     op = next(o for o in body(module) if isinstance(o, MachineOp))
     Builder(InsertPoint.before(op)).insert(MachineOp.build(machine))
     op.erase()

@@ -8,8 +8,6 @@ network's activations cannot stay on chip between blocks but a slice of 2 can.
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from crane.codegen.lower import lower_func
@@ -19,11 +17,9 @@ from crane.codegen.to_ir import tile_ops
 from crane.dialects import default_context
 from crane.dialects.builtin import ModuleOp
 from crane.dialects.graph import FuncOp
-from crane.dialects.hw import MachineOp
 from crane.dialects.segment import ScheduleOp
 from crane.exec.tile_sim.check import check
 from crane.hardware.machine import Machine
-from crane.ir.builder import Builder, InsertPoint
 from crane.passes.segment import Segment
 from crane.tools.inputs import translate
 from crane.viz.timeline import timeline
@@ -51,10 +47,7 @@ network wide {
 def _scheduled(groups: bool) -> tuple[ModuleOp, Machine, ScheduleOp]:
     module = translate("crn", NET, "wide.crn", default_context())
     assert isinstance(module, ModuleOp)
-    machine = dataclasses.replace(set_mesh(module, 2, 2), sram_bytes=32 * 1024)
-    old = next(o for o in body(module) if isinstance(o, MachineOp))
-    Builder(InsertPoint.before(old)).insert(MachineOp.build(machine))
-    old.erase()
+    machine = set_mesh(module, 2, 2, sram_bytes=32 * 1024)
     run_pass(module, Segment(time_limit=0.01, max_block=4, groups=groups))
     simple_placement(module)
     schedule = next(op for op in body(module) if isinstance(op, ScheduleOp))
