@@ -36,16 +36,15 @@ from crane.codegen.plan import (
     with_refresh,
 )
 from crane.codegen.program import TileModule
-from crane.codegen.rebatch import rebatched
 from crane.codegen.rules import whole_batch
 from crane.cost.layer import STREAM_SHARE
 from crane.dialects.graph import FuncOp, LayerOp, ReturnOp
+from crane.dialects.graph_batch import graph_batch, rebatched
 from crane.dialects.graph_grad import AccumulateOp
 from crane.dialects.segment import BlockOp, ScheduleOp
 from crane.hardware.machine import Machine
 from crane.ir.attributes import DenseIntsAttr, IntAttr, StringAttr
 from crane.ir.core import Operation, Value
-from crane.schedule.from_graph import graph_batch
 
 
 def output_names(func: FuncOp) -> dict[Value, str]:

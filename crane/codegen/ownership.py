@@ -26,9 +26,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from crane.dialects.graph import FuncOp, LayerOp, ReturnOp, WeightOp
+from crane.dialects.graph_batch import graph_batch
 from crane.dialects.graph_grad import AccumulateOp, FillOp, GradOp, OptimizerStateOp, UpdateOp
 from crane.ir.core import Operation, Value
-from crane.schedule.from_graph import _Builder, graph_batch
+from crane.schedule.from_graph import _Builder
 from crane.schedule.workload import Dims
 
 

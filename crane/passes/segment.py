@@ -10,6 +10,7 @@ from typing import Literal
 
 from crane.cost.bounds import lower_bounds
 from crane.cost.report import COST_ATTR, cost_attribute
+from crane.dialects.graph_batch import graph_batch
 from crane.dialects.hw import machine_of
 from crane.dialects.segment import BlockOp, ScheduleOp
 from crane.hardware.machine import Machine
@@ -19,7 +20,7 @@ from crane.ir.core import Operation
 from crane.passes.context import PassContext
 from crane.passes.pass_base import Pass
 from crane.schedule.evaluate import BlockCost, Plan, tables_of
-from crane.schedule.from_graph import graph_batch, trains, workload_of
+from crane.schedule.from_graph import trains, workload_of
 from crane.schedule.objective import Objective
 from crane.schedule.options import state_options
 from crane.schedule.policies import schedule

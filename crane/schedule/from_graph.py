@@ -29,9 +29,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from crane.dialects.graph import LayerOp, WeightOp
+from crane.dialects.graph_batch import graph_batch
 from crane.dialects.graph_grad import AccumulateOp, FillOp, GradOp, OptimizerStateOp, UpdateOp
 from crane.dialects.layers.values import numel
-from crane.ir.attributes import IntAttr, StringAttr
+from crane.ir.attributes import StringAttr
 from crane.ir.core import Operation, Value
 from crane.ir.types import TensorType
 from crane.schedule.workload import Dims, LayerWork, Workload
@@ -75,12 +76,6 @@ class _Layer:
 def trains(func: Operation) -> bool:
     """Whether a ``graph.func`` is trained: it has a training section or is a training step."""
     return "training" in func.attributes or "training_step" in func.attributes
-
-
-def graph_batch(func: Operation) -> int:
-    """The batch size a ``graph.func`` was elaborated at (its ``batch`` attribute, else 1)."""
-    attr = func.attributes.get("batch")
-    return attr.value if isinstance(attr, IntAttr) and attr.value > 0 else 1
 
 
 def _shape(value: Value) -> tuple[int, ...]:

@@ -29,6 +29,7 @@ import numpy as np
 
 from crane.autodiff import is_training_step
 from crane.dialects.graph import FuncOp
+from crane.dialects.graph_batch import graph_batch, rebatched
 from crane.dialects.hw import machine_of
 from crane.dialects.tile import (
     AllocOp,
@@ -54,6 +55,7 @@ from crane.exec.tile_sim.memory import (
     fail,
     numpy_dtype,
 )
+from crane.ir.attributes import IntAttr
 from crane.ir.core import Operation
 from crane.ir.types import BufferType
 from crane.ir.verifier import verify
@@ -70,17 +72,29 @@ def module_ops(module: Operation) -> list[Operation]:
     return list(module.regions[0].blocks[0].ops)
 
 
+def _scheduled_batch(ops: list[Operation]) -> int | None:
+    for op in ops:
+        attr = op.attributes.get("batch") if op.name == "segment.schedule" else None
+        if isinstance(attr, IntAttr):
+            return attr.value
+    return None
+
+
 def graph_func(module: Operation, name: str | None = None) -> FuncOp | None:
     """The ``graph.func`` the programs were lowered from: ``name``, else the one a
-    ``segment.schedule`` names, else the first."""
+    ``segment.schedule`` names, else the first. When the schedule ran a larger batch than
+    the func was elaborated at (``segment{batch=N}``), a copy at the schedule's batch, as
+    codegen lowered it (:func:`crane.dialects.graph_batch.rebatched`)."""
     ops = module_ops(module)
     scheduled = [getattr(op.attributes.get("func"), "root", None) for op in ops if op.name == "segment.schedule"]
     wanted = name if name is not None else next((s for s in scheduled if s), None)
     funcs = [op for op in ops if isinstance(op, FuncOp)]
-    for func in funcs:
-        if wanted is None or getattr(func.attributes.get("sym_name"), "value", None) == wanted:
-            return func
-    return None
+    func = next((f for f in funcs if wanted is None
+                 or getattr(f.attributes.get("sym_name"), "value", None) == wanted), None)
+    batch = _scheduled_batch(ops)
+    if func is None or batch is None or batch == graph_batch(func) or batch % graph_batch(func):
+        return func
+    return rebatched(func, graph_batch(func), batch // graph_batch(func))
 
 
 def _seeded_input(tensor: DramOp, func: FuncOp | None, seed: int) -> Array:

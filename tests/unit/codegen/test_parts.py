@@ -8,7 +8,11 @@ from crane.codegen.boxes import full, intersect, split_span, volume
 from crane.codegen.lower import lower_func
 from crane.codegen.ownership import CodegenError, owners
 from crane.codegen.rules import NEEDS, choose, footprint, shape_of, split_forward
+from crane.codegen.to_ir import tile_ops
 from crane.dialects.graph import FuncOp, LayerOp, from_attribute
+from crane.dialects.graph_batch import graph_batch
+from crane.exec.tile_sim.check import check
+from crane.exec.tile_sim.functional import graph_func
 from crane.exec.tile_sim.timing_work import compute_work
 from crane.ir.attributes import ArrayAttr, DenseIntsAttr, IntAttr
 
@@ -129,6 +133,19 @@ def test_schedule_at_a_larger_batch_lowers_a_rebatched_copy() -> None:
     assert tokens.shape == (8, 16)
     assert next(t for t in made.tensors if t.name == "logits").shape == (8, 16, 100)
     assert func.body.args[0].type.shape == (4, 16)  # type: ignore[attr-defined]
+
+
+def test_rebatched_programs_are_checked_against_the_graph_at_the_schedules_batch() -> None:
+    module, func, schedule, machine = prepared("tiny_transformer", 2, 2, False, batch=8)
+    for op in tile_ops(lower_func(func, schedule, machine)):
+        module.regions[0].blocks[0].append(op)
+    seen = graph_func(module)
+    assert seen is not None and seen is not func and graph_batch(seen) == 8
+    assert seen.body.args[0].type.shape == (8, 16)  # type: ignore[attr-defined]
+    report = check(module)
+    assert report.ok, report.lines()
+    assert next(c for c in report.comparisons if c.name == "logits").shape == (8, 16, 100)
+    assert graph_batch(func) == 4
 
 
 def test_schedule_of_another_graph_is_rejected() -> None:

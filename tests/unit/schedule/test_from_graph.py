@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from crane.dialects import default_context
+from crane.dialects.graph_batch import graph_batch
 from crane.ir.core import Operation
 from crane.passes.generic.op_stats import collect_op_stats
-from crane.schedule.from_graph import graph_batch, workload_of
+from crane.schedule.from_graph import workload_of
 from crane.tools.inputs import translate
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"

@@ -1,19 +1,26 @@
-"""A copy of a ``graph.func`` at a larger batch, for schedules made at another batch.
+"""The batch a ``graph.func`` was elaborated at, and a copy of it at a larger batch.
 
-``segment{batch=8}`` may schedule a network elaborated at batch 1. Codegen then lowers a
-copy whose per-sample values (network inputs and everything computed from them along the
-batch axis) have their leading dimension multiplied by ``factor``; weights, optimizer
-state, weight gradients and reductions keep their shapes. Layer attributes are unchanged
-(none of the graph ops' attributes names the batch), so the copy is only read, never
-verified or printed.
+``segment{batch=8}`` may schedule a network elaborated at batch 1. Codegen then lowers,
+and the tile simulator checks against, a copy whose per-sample values (network inputs and
+everything computed from them along the batch axis) have their leading dimension
+multiplied by ``factor``; weights, optimizer state, weight gradients and reductions keep
+their shapes. Only the func's ``batch`` attribute changes among the attributes (no graph
+op's attributes name the batch), so the copy is only read, never verified or printed.
 """
 
 from __future__ import annotations
 
 from crane.dialects.graph import FuncOp, LayerOp
 from crane.dialects.graph_grad import AccumulateOp, GradOp
+from crane.ir.attributes import IntAttr
 from crane.ir.core import Operation, Value
 from crane.ir.types import TensorType
+
+
+def graph_batch(func: Operation) -> int:
+    """The batch size a ``graph.func`` was elaborated at (its ``batch`` attribute, else 1)."""
+    attr = func.attributes.get("batch")
+    return attr.value if isinstance(attr, IntAttr) and attr.value > 0 else 1
 
 
 def _scale(value: Value, batch: int, factor: int) -> bool:
@@ -36,6 +43,8 @@ def rebatched(func: FuncOp, batch: int, factor: int) -> FuncOp:
     """A copy of ``func`` (elaborated at ``batch``) at ``batch * factor``."""
     copy = func.clone()
     assert isinstance(copy, FuncOp)
+    if "batch" in copy.attributes:
+        copy.attributes["batch"] = IntAttr(batch * factor)
     scaled: set[Value] = {arg for arg in copy.body.args if _scale(arg, batch, factor)}
     for op in copy.body.ops:
         if _per_sample_inputs(op, scaled):
