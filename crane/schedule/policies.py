@@ -13,8 +13,11 @@
 * ``tangram``: Tangram-like spatial pipelining of layer segments (DP over the segment
   cuts), every layer of a segment active at once, tiles in proportion to MACs, on-chip
   forwarding of intermediate tensors, best sub-batch size per segment. No groups: each
-  segment takes the whole batch. (Tangram's temporal pipelining, layers time-multiplexed
-  on shared tiles without write-back, would come close to a group; it is not modelled.)
+  segment takes the whole batch. Tangram's temporal pipelining (a chain of layers
+  time-multiplexed on the same tiles, a batch group at a time, without write-back) is not
+  modelled; it is narrower than a group, whose cuts keep every crossing tensor on chip where
+  a chain keeps only what its next layer reads. ``schedule(..., grouped=True)`` gives this
+  policy groups: Tangram lies between the two (``bench/schedule.py`` prints both).
 * ``set``: SET-like S-cut segments under a top T-cut, with the utilisation-aware balanced
   tile split, per-segment sub-batching and per-segment choice of keeping the segment's
   intermediate tensors in SRAM or DRAM (SET's ``to_dram``), DP over the cuts. Segments

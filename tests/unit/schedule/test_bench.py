@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from crane.hardware.machine import Machine
-from crane.schedule.builders import chain
+from crane.schedule.builders import chain, residual_block
 from crane.schedule.policies import POLICIES
 
 BENCH = Path(__file__).resolve().parents[3] / "bench" / "schedule.py"
@@ -25,9 +25,17 @@ def _bench():  # type: ignore[no-untyped-def]
 def test_bench_slice(tmp_path: Path) -> None:
     bench = _bench()
     rows = bench.run_case(chain(3), Machine.edge(), 4, time_limit=1.0)
-    assert [r.policy for r in rows] == list(POLICIES)
+    assert [r.policy for r in rows] == [*POLICIES, "tangram+g"]
     crane = rows[0]
     assert all(crane.edp <= r.edp * (1 + 1e-9) for r in rows)
     assert all(r.latency_over_bound >= 1 - 1e-9 and r.energy_over_bound >= 1 for r in rows)
     text = bench.report(rows)
     assert "chain3" in text and "gain" in text
+
+
+def test_tangram_with_groups_bounds_tangram_from_above() -> None:
+    bench = _bench()
+    rows = bench.run_case(residual_block(64, 56), Machine.edge(), 16,
+                          ("crane", "tangram", "tangram+g"), time_limit=1.0)
+    crane, flat, grouped = (r.edp for r in rows)
+    assert crane <= grouped * (1 + 1e-9) and grouped < flat
