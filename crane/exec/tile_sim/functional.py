@@ -72,17 +72,19 @@ def module_ops(module: Operation) -> list[Operation]:
     return list(module.regions[0].blocks[0].ops)
 
 
-def _scheduled_batch(ops: list[Operation]) -> int | None:
+def _scheduled_batch(ops: list[Operation], func: str | None) -> int | None:
+    """The batch of the ``segment.schedule`` of ``func`` (None: there is none)."""
     for op in ops:
-        attr = op.attributes.get("batch") if op.name == "segment.schedule" else None
-        if isinstance(attr, IntAttr):
-            return attr.value
+        if op.name != "segment.schedule" or getattr(op.attributes.get("func"), "root", None) != func:
+            continue
+        attr = op.attributes.get("batch")
+        return attr.value if isinstance(attr, IntAttr) else None
     return None
 
 
 def graph_func(module: Operation, name: str | None = None) -> FuncOp | None:
     """The ``graph.func`` the programs were lowered from: ``name``, else the one a
-    ``segment.schedule`` names, else the first. When the schedule ran a larger batch than
+    ``segment.schedule`` names, else the first. When its schedule ran a larger batch than
     the func was elaborated at (``segment{batch=N}``), a copy at the schedule's batch, as
     codegen lowered it (:func:`crane.dialects.graph_batch.rebatched`)."""
     ops = module_ops(module)
@@ -91,10 +93,13 @@ def graph_func(module: Operation, name: str | None = None) -> FuncOp | None:
     funcs = [op for op in ops if isinstance(op, FuncOp)]
     func = next((f for f in funcs if wanted is None
                  or getattr(f.attributes.get("sym_name"), "value", None) == wanted), None)
-    batch = _scheduled_batch(ops)
-    if func is None or batch is None or batch == graph_batch(func) or batch % graph_batch(func):
+    if func is None:
+        return None
+    batch = _scheduled_batch(ops, getattr(func.attributes.get("sym_name"), "value", None))
+    have = graph_batch(func)
+    if batch is None or batch == have or batch % have:
         return func
-    return rebatched(func, graph_batch(func), batch // graph_batch(func))
+    return rebatched(func, have, batch // have)
 
 
 def _seeded_input(tensor: DramOp, func: FuncOp | None, seed: int) -> Array:
