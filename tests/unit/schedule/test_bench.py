@@ -33,7 +33,7 @@ def test_bench_slice(tmp_path: Path) -> None:
     assert "chain3" in text and "gain" in text
 
 
-def test_tangram_with_groups_bounds_tangram_from_above() -> None:
+def test_groups_strengthen_the_tangram_baseline_but_not_past_crane() -> None:
     bench = _bench()
     rows = bench.run_case(residual_block(64, 56), Machine.edge(), 16,
                           ("crane", "tangram", "tangram+g"), time_limit=1.0)
