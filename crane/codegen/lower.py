@@ -65,13 +65,11 @@ def output_names(func: FuncOp) -> dict[Value, str]:
 def _batch(func: FuncOp, schedule: ScheduleOp) -> tuple[FuncOp, int]:
     attr = schedule.attributes.get("batch")
     wanted = attr.value if isinstance(attr, IntAttr) else graph_batch(func)
-    have = graph_batch(func)
-    if wanted == have:
-        return func, have
-    if wanted % have:
+    copy = rebatched(func, wanted)
+    if copy is None:
         raise CodegenError(f"the schedule's batch {wanted} is not a multiple of the graph's "
-                           f"batch {have}", schedule)
-    return rebatched(func, have, wanted // have), wanted
+                           f"batch {graph_batch(func)}", schedule)
+    return copy, wanted
 
 
 def _fused(block: BlockOp) -> list[bool]:

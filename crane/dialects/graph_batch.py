@@ -3,7 +3,7 @@
 ``segment{batch=8}`` may schedule a network elaborated at batch 1. Codegen then lowers,
 and the tile simulator checks against, a copy whose per-sample values (network inputs and
 everything computed from them along the batch axis) have their leading dimension
-multiplied by ``factor``; weights, optimizer state, weight gradients and reductions keep
+multiplied by the factor; weights, optimizer state, weight gradients and reductions keep
 their shapes. Only the func's ``batch`` attribute changes among the attributes (no graph
 op's attributes name the batch), so the copy is only read, never verified or printed.
 """
@@ -39,14 +39,21 @@ def _per_sample_inputs(op: Operation, scaled: set[Value]) -> bool:
     return isinstance(op, AccumulateOp) and any(v in scaled for v in op.operands)
 
 
-def rebatched(func: FuncOp, batch: int, factor: int) -> FuncOp:
-    """A copy of ``func`` (elaborated at ``batch``) at ``batch * factor``."""
+def rebatched(func: FuncOp, batch: int) -> FuncOp | None:
+    """``func`` at ``batch``: itself at its own batch, a copy at a multiple of it, None
+    at any other batch."""
+    have = graph_batch(func)
+    if batch == have:
+        return func
+    if batch % have:
+        return None
     copy = func.clone()
     assert isinstance(copy, FuncOp)
     if "batch" in copy.attributes:
-        copy.attributes["batch"] = IntAttr(batch * factor)
-    scaled: set[Value] = {arg for arg in copy.body.args if _scale(arg, batch, factor)}
+        copy.attributes["batch"] = IntAttr(batch)
+    factor = batch // have
+    scaled: set[Value] = {arg for arg in copy.body.args if _scale(arg, have, factor)}
     for op in copy.body.ops:
         if _per_sample_inputs(op, scaled):
-            scaled.update(r for r in op.results if _scale(r, batch, factor))
+            scaled.update(r for r in op.results if _scale(r, have, factor))
     return copy

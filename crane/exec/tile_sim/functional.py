@@ -29,7 +29,7 @@ import numpy as np
 
 from crane.autodiff import is_training_step
 from crane.dialects.graph import FuncOp
-from crane.dialects.graph_batch import graph_batch, rebatched
+from crane.dialects.graph_batch import rebatched
 from crane.dialects.hw import machine_of
 from crane.dialects.tile import (
     AllocOp,
@@ -96,10 +96,9 @@ def graph_func(module: Operation, name: str | None = None) -> FuncOp | None:
     if func is None:
         return None
     batch = _scheduled_batch(ops, getattr(func.attributes.get("sym_name"), "value", None))
-    have = graph_batch(func)
-    if batch is None or batch == have or batch % have:
+    if batch is None:
         return func
-    return rebatched(func, have, batch // have)
+    return rebatched(func, batch) or func
 
 
 def _seeded_input(tensor: DramOp, func: FuncOp | None, seed: int) -> Array:
