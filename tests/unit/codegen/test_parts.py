@@ -135,6 +135,13 @@ def test_schedule_at_a_larger_batch_lowers_a_rebatched_copy() -> None:
     assert func.body.args[0].type.shape == (4, 16)  # type: ignore[attr-defined]
 
 
+def test_schedule_at_a_batch_that_is_not_a_multiple_is_rejected() -> None:
+    module, func, schedule, machine = prepared("tiny_transformer", 2, 2, False, batch=8)
+    schedule.attributes["batch"] = IntAttr(6)
+    with pytest.raises(CodegenError, match="batch 6 is not a multiple of the graph's batch 4"):
+        lower_func(func, schedule, machine)
+
+
 def test_rebatched_programs_are_checked_against_the_graph_at_the_schedules_batch() -> None:
     module, func, schedule, machine = prepared("tiny_transformer", 2, 2, False, batch=8)
     for op in tile_ops(lower_func(func, schedule, machine)):
