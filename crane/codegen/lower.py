@@ -72,6 +72,19 @@ def _batch(func: FuncOp, schedule: ScheduleOp) -> tuple[FuncOp, int]:
     return copy, wanted
 
 
+def _check_mode(func: FuncOp, schedule: ScheduleOp, training: bool) -> None:
+    """A training schedule lowers a training step, an inference schedule a network."""
+    planned = any(block_phase(b) != "forward" for b in schedule.blocks)
+    if planned and not training:
+        raise CodegenError(f"the schedule of @{schedule.func_name} plans a training step but the "
+                           "function is not one: run 'autodiff' before 'segment' (as "
+                           "'lower-to-tile' does), or schedule inference with "
+                           "'segment{mode=inference}'", func)
+    if training and not planned:
+        raise CodegenError(f"@{schedule.func_name} is a training step but its schedule plans "
+                           "inference: re-run 'segment' after 'autodiff'", func)
+
+
 def _fused(block: BlockOp) -> list[bool]:
     attr = block.attributes.get("fused")
     return [bool(v) for v in attr] if isinstance(attr, DenseIntsAttr) else []
@@ -105,6 +118,7 @@ def lower_func(func: FuncOp, schedule: ScheduleOp, machine: Machine,
     channel), at the price of more transfers between differently split ops.
     """
     training = is_training_step(func)
+    _check_mode(func, schedule, training)
     original = func
     func, batch = _batch(func, schedule)
     blocks = [b for b in schedule.blocks if block_phase(b) == "forward"]

@@ -160,6 +160,10 @@ class Segment(Pass):
     includes the optimizer update (one pass over weights, gradients and moments), which
     is not a block.
 
+    ``mode=inference`` schedules the forward pass of a network that has a training section
+    (``codegen`` refuses a schedule that does not match its function: a training schedule
+    of a function ``autodiff`` has not expanded, or the reverse).
+
     Example: ``crane-opt net.crn -p 'segment{policy=set batch=8}'``. Statistics:
     ``functions``, ``layers``, ``blocks``, ``fused-columns``, ``backward-blocks``.
     """
@@ -184,6 +188,10 @@ class Segment(Pass):
     recompute: Literal["crane", "keep", "full"] = "crane"
     """Training only: crane (per-block choice of the sub-batches kept, within DRAM), keep
     (every activation kept) or full (every activation recomputed)."""
+    mode: Literal["auto", "inference", "training"] = "auto"
+    """auto: a training step for a function with a training section or made by autodiff,
+    else inference; inference: the forward pass only (not of a training step); training:
+    a training step (the function must have a training section or be one)."""
 
     def run(self, op: Operation, ctx: PassContext) -> None:
         try:
@@ -206,9 +214,12 @@ class Segment(Pass):
         name = name_attr.value if isinstance(name_attr, StringAttr) else ""
         batch = self.batch or graph_batch(func)
         began = time.perf_counter()
+        training = self.trains(func, ctx)
+        if training is None:
+            return None
         try:
             workload = workload_of(func, machine.data_bytes)
-            if trains(func):
+            if training:
                 return self.schedule_training(func, name, workload, batch, machine, ctx, began)
             found = schedule(workload, batch, machine, self.policy, self.objective,
                              max_block=self.max_block, time_limit=self.time_limit,
@@ -220,6 +231,19 @@ class Segment(Pass):
         self.replace_schedule(func, name, schedule_op(name, found, self.objective, machine))
         self.count(ctx, len(workload), [c.plan for c in found.blocks], 0)
         return cost_summary(found, workload, machine, seconds)
+
+    def trains(self, func: Operation, ctx: PassContext) -> bool | None:
+        """Whether ``func`` is scheduled as a training step (``mode``); None after an error."""
+        step = "training_step" in func.attributes
+        if self.mode == "inference" and step:
+            ctx.emit_error(func, "segment{mode=inference}: this function is a training step "
+                                 "(autodiff ran); schedule the network before 'autodiff'")
+            return None
+        if self.mode == "training" and not trains(func):
+            ctx.emit_error(func, "segment{mode=training}: this function has no training "
+                                 "section; run 'autodiff' (with attach-loss=...) first")
+            return None
+        return self.mode == "training" or (self.mode == "auto" and trains(func))
 
     def schedule_training(self, func: Operation, name: str, workload: Workload, batch: int,
                           machine: Machine, ctx: PassContext,

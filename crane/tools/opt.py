@@ -68,8 +68,10 @@ def build_arg_parser() -> argparse.ArgumentParser:
     add("--onnx-dim", action="append", default=[], metavar="NAME=SIZE",
         help="ONNX input: size of a named symbolic dimension (repeatable)")
     add("--onnx-weights", metavar="FILE.npz", help="ONNX input: write the weights here (for --weights of crane-run/sim)")
-    add("--machine", metavar="NAME",
-        help="target this built-in machine (edge, cloud, mbs, gpu11) instead of the input's")
+    add("--machine", metavar="NAME|FILE.crn",
+        help="target this machine instead of the input's: a built-in (edge, cloud, mbs, "
+             "gpu11), a .crn file (FILE.crn or FILE.crn:NAME), or NAME.crn on "
+             "CRANE_MACHINE_PATH")
     add("--load-pass-plugin", action="append", default=[], metavar="FILE.py",
         help="load passes and dialects from a Python file (repeatable)")
     add("--cost-report", metavar="FILE",

@@ -10,7 +10,7 @@ from pathlib import Path
 from crane.atomic import write_atomically
 from crane.dialects import default_context
 from crane.dialects.builtin import ModuleOp
-from crane.hardware.machine import Machine, builtin_machines
+from crane.hardware.machine import Machine
 from crane.highlight import color_diagnostics, colorize, use_color
 from crane.ir.diagnostics import DiagnosticEngine, render
 from crane.passes.manager import format_statistics, format_timing
@@ -27,6 +27,7 @@ from crane.tools.expected_diagnostics import verify_diagnostics
 from crane.tools.inputs import input_format, parse_dims, read_source
 from crane.tools.ir_printing import IRPrinting, IRPrintingOptions
 from crane.tools.list_passes import format_pass_list
+from crane.tools.machines import MachineNotFound, resolve_machine
 from crane.tools.opt import EXIT_DIAGNOSTICS, EXIT_OK, EXIT_USAGE
 from crane.tools.opt_session import ChunkResult, OptSession, emitted_for_checking
 from crane.tools.pictures import PictureRequest, emit_picture, picture_request
@@ -134,14 +135,14 @@ class Invocation:
         )
 
     def _machine(self) -> Machine | None:
-        """``--machine``: the built-in machine every input is retargeted to."""
-        name = self.args.machine
-        if name is None:
+        """``--machine``: the machine every input is retargeted to (``crane.tools.machines``)."""
+        spec = self.args.machine
+        if spec is None:
             return None
-        known = builtin_machines()
-        if name not in known:
-            raise UsageError(f"unknown machine '{name}' (built in: {', '.join(known)})")
-        return known[name]
+        try:
+            return resolve_machine(spec)
+        except MachineNotFound as exc:
+            raise UsageError(str(exc)) from None
 
     def _frontend_options(self, fmt: str) -> dict[str, object]:
         """``--onnx-*``, for the ONNX frontend only (``--machine`` retargets any input)."""
@@ -159,7 +160,7 @@ class Invocation:
                     "weights": "--onnx-weights"}[next(iter(options))]
             raise UsageError(f"{flag} applies to ONNX input only")
         if fmt == "onnx" and args.machine is not None:
-            options["machine"] = args.machine
+            options["machine"] = self._machine()
         return options
 
     def _process(self, pipeline: OpPipeline | None) -> int:

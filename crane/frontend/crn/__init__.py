@@ -15,8 +15,10 @@ from pathlib import Path
 
 # Imported under another name so that `crane.frontend.crn.elaborate` stays the submodule.
 from crane.frontend.crn.elaborate import elaborate as _elaborate
+from crane.frontend.crn.elaborate import elaborate_machines
 from crane.frontend.errors import CrnError, CrnErrors
 from crane.frontend.model import Network, SourceLoc
+from crane.hardware.machine import Machine
 
 
 def parse_crn(text: str, filename: str = "<input>", network: str | None = None) -> Network:
@@ -34,4 +36,14 @@ def load_crn(path: str | Path, network: str | None = None) -> Network:
     return _elaborate(text, str(path), network)
 
 
-__all__ = ["CrnError", "CrnErrors", "load_crn", "parse_crn"]
+def load_machines(path: str | Path) -> dict[str, Machine]:
+    """The machines a `.crn` file defines (imports included), by name."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as problem:
+        raise CrnErrors([CrnError(SourceLoc(str(path), 1, 1), f"cannot read {path}: {problem}")]) from None
+    return elaborate_machines(text, str(path))
+
+
+__all__ = ["CrnError", "CrnErrors", "elaborate_machines", "load_crn", "load_machines", "parse_crn"]

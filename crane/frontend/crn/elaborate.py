@@ -49,6 +49,24 @@ def elaborate(text: str, filename: str, network: str | None = None,
     return result
 
 
+def elaborate_machines(text: str, filename: str, reader: Reader | None = None) -> dict[str, Machine]:
+    """The machines a `.crn` file defines (with those of the files it imports), by name.
+
+    A network in the file is not elaborated; raises :class:`CrnErrors` when the file or
+    one of its machines has an error, or when it defines no machine."""
+    ctx = Ctx()
+    loader = _Loader(ctx, reader or _read_file)
+    module = loader.parse(text, filename)
+    if module is not None:
+        loader.load(module, filename, main=True)
+    if not ctx.errors and not ctx.machines:
+        ctx.errors.append(ctx.error(filename, (1, 1, 1), "the file defines no machine; a machine "
+                                    "file needs `machine name { ... }`"))
+    if ctx.errors:
+        raise CrnErrors(sorted({(e.loc, e.message): e for e in ctx.errors}.values(), key=_order))
+    return {name: entry[0] for name, entry in ctx.machines.items()}
+
+
 def _order(error: CrnError) -> tuple[str, int, int]:
     return (error.loc.file, error.loc.line, error.loc.col)
 

@@ -104,7 +104,8 @@ def _prepared(name: str, rows: int, cols: int, training: bool, batch: int,
     set_mesh(module, rows, cols)
     if training:
         run_pass(module, Autodiff(), "graph.func")
+    mode = "training" if training else "inference"
     run_pass(module, Segment(time_limit=0.01, batch=batch, max_block=max_block,
-                             recompute=recompute))  # type: ignore[arg-type]
+                             recompute=recompute, mode=mode))  # type: ignore[arg-type]
     simple_placement(module)
     return module
