@@ -38,6 +38,7 @@ from crane.codegen.rules import (
     ELEMENTWISE,
     NEEDS,
     Part,
+    mask_attrs,
     reduction_chunks,
     running_statistics,
     shape_of,
@@ -202,7 +203,7 @@ class Emitter(Statistics):
         """One part on ``tile`` from its fetched operands: into the window of ``into`` (a
         buffer and the box it holds) if given, else in place over its first operand when
         nothing else reads that (see :meth:`_in_place`), else into new buffers."""
-        attrs = {**op.attributes, **part.attrs}
+        attrs = {**op.attributes, **part.attrs, **mask_attrs(op, part.outs[0] if part.outs else ())}
         operands = tuple(b for b in ins if b is not None)
         if into is not None:
             target, holds = into

@@ -9,7 +9,7 @@ A *phase* ends with a barrier of every tile. For a ``segment.block`` (its ``tile
   on the tiles ``placement[i][j]`` through DRAM port ``ports[i][j]``;
 * **layer by layer** when the block holds a whole-batch op (batchnorm normalises with the
   statistics of the whole batch, as the reference interpreter does; losses; training
-  dropout) and more than one sub-batch: no sub-batch can be finished before every sample
+  ) and more than one sub-batch: no sub-batch can be finished before every sample
   has passed the layer, so each column becomes one phase on every tile of the block (one
   column runs at a time; its widest state's DRAM port), in which its ops run sub-batch by
   sub-batch except the whole-batch ones, which run once over the whole batch.

@@ -14,8 +14,8 @@ columns: numpy rounds a column slice of a product differently from the whole pro
 a slice of several rows identically (a single row goes through a vector kernel and may
 round differently), and the simulator is checked against the unsplit reference.
 
-Whole-batch ops (batchnorm's batch statistics, losses, training dropout masks) are split
-by channel only, or not at all (a batchnorm with running statistics splits like an
+Whole-batch ops (batchnorm's batch statistics, losses) are split by channel only, or not at
+all (a batchnorm with running statistics splits like an
 elementwise op); batchnorm's gradients by channel too. (The emitter runs batch-statistics
 batchnorms on the boxes the tiles already hold instead, ``crane.codegen.statistics``;
 these splits remain for a forward batchnorm whose input is not on chip in its phase.) Other gradients
@@ -41,8 +41,8 @@ from crane.tiling.regions import Interval, axis_input
 UNARY = frozenset({"relu", "gelu", "silu", "sigmoid", "tanh", "dropout"})
 ELEMENTWISE = UNARY | {"add", "mul"}
 WINDOW = frozenset({"conv2d", "max_pool2d", "avg_pool2d"})
-NOT_PER_SAMPLE = frozenset({"batchnorm", "dropout"})
-"""Kinds whose backward needs the whole batch (statistics, full-tensor masks)."""
+NOT_PER_SAMPLE = frozenset({"batchnorm"})
+"""Kinds whose backward needs the whole batch (statistics)."""
 WHOLE_WEIGHT_GRADIENT = frozenset({"attention"})
 """Kinds whose weight gradient is not split by batch: attention's key-bias gradient is zero
 in exact arithmetic (softmax ignores a constant shift), so partial sums added in another
@@ -72,8 +72,17 @@ def whole_batch(op: Operation, training: bool) -> bool:
     """Whether the op needs every sample at once (so a block holding it cannot pipeline)."""
     if not isinstance(op, LayerOp):
         return False
-    return (op.kind.is_loss or (op.kind.name == "batchnorm" and not running_statistics(op))
-            or (training and op.kind.name == "dropout"))
+    return op.kind.is_loss or (op.kind.name == "batchnorm" and not running_statistics(op))
+
+
+def mask_attrs(op: Operation, out: Box) -> dict[str, Attribute]:
+    """A dropout (or its gradient) run on the box ``out`` of its tensor draws that box of
+    the whole tensor's mask (``crane.exec.forward.dropout_keep``); other ops need nothing."""
+    kind = op.kind.name if isinstance(op, LayerOp | GradOp) else ""
+    shape = shape_of(op.results[0]) if op.results else ()
+    if kind != "dropout" or not out or out == full(shape):
+        return {}
+    return {"mask_shape": DenseIntsAttr(shape), "mask_offset": DenseIntsAttr(tuple(a for a, _ in out))}
 
 
 def running_statistics(op: Operation) -> bool:

@@ -78,10 +78,21 @@ def pool_args(c: Call, x_shape: tuple[int, ...], out_shape: tuple[int, ...]) -> 
     return {"kernel": kernel, "stride": stride, "padding": (top, bottom, left, right)}
 
 
+MASK_SHAPE, MASK_OFFSET = "mask_shape", "mask_offset"
+"""Attributes of a dropout (or its gradient) run on a box of its tensor: the whole tensor's
+shape and where the box starts, so the box gets its window of the whole tensor's mask."""
+
+
 def dropout_keep(c: Call, shape: tuple[int, ...]) -> np.ndarray:
-    """The keep-mask of a dropout op, a function of the seed and the op's key only."""
+    """The keep-mask of a dropout op, a function of the seed and the op's key only: for a
+    box of the tensor (``mask_shape``/``mask_offset``), that box of the whole mask."""
     rng = np.random.default_rng([c.seed, zlib.crc32(c.key.encode())])
-    return K.dropout_mask(shape, c.number("rate"), rng)
+    whole = c.ints(MASK_SHAPE) if MASK_SHAPE in c.attrs else shape
+    mask = K.dropout_mask(whole, c.number("rate"), rng)
+    if whole == shape:
+        return mask
+    offset = c.ints(MASK_OFFSET)
+    return mask[tuple(slice(o, o + n) for o, n in zip(offset, shape, strict=True))]
 
 
 def attention_call(c: Call) -> tuple[Array, K.AttentionContext]:
