@@ -321,7 +321,8 @@ def footprint(part: Part, elem_bytes: int = 4) -> int:
 
 STREAM_AXES: Mapping[str, tuple[int, ...]] = {
     "conv2d": (2, 0, 3), "max_pool2d": (2, 0, 3), "avg_pool2d": (2, 0, 3),
-    "global_avg_pool": (1, 0), "linear": (-2, 0, -1), "add": (-2, 0, -1), "mul": (-2, 0, -1)}
+    "global_avg_pool": (1, 0), "linear": (-2, 0, -1), "add": (-2, 0, -1), "mul": (-2, 0, -1),
+    **dict.fromkeys(UNARY, (1, 0, -1)), "batchnorm": (1,)}
 """Layer kinds a tile may run in steps over its output, and the axes it cuts (best first)."""
 WEIGHT_AXES: Mapping[str, tuple[int, ...]] = {"conv2d": (1,), "linear": (-1,)}
 """Output axes that cut a layer's weights: stepping along them when the weights are the

@@ -14,7 +14,15 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from crane.exec import kernels as K
-from crane.exec.forward import Call, attention_call, conv_args, dropout_keep, pool_args
+from crane.exec.forward import (
+    COUNT,
+    ROW_OFFSET,
+    Call,
+    attention_call,
+    conv_args,
+    dropout_keep,
+    pool_args,
+)
 
 Array = np.ndarray
 Grads = list[Array | None]
@@ -33,8 +41,11 @@ def _conv_weight(c: Call, g: Array) -> Grads:
 
 
 def _linear_weight(c: Call, g: Array) -> Grads:
-    _, gw, gb = K.linear_backward(g, c.inputs[0], c.weights[0], has_bias=len(c.weights) > 1)
-    return [gw] if gb is None else [gw, gb]
+    # Reads the input and the output gradient only (the weight is given for its shape).
+    x = c.inputs[0]
+    rows_x, rows_g = x.reshape(-1, x.shape[-1]), g.reshape(-1, g.shape[-1])
+    gw = rows_x.T @ rows_g
+    return [gw] if len(c.weights) < 2 else [gw, rows_g.sum(axis=0)]
 
 
 def _matmul(c: Call, g: Array) -> Grads:
@@ -98,7 +109,10 @@ def _concat(c: Call, g: Array) -> Grads:
 
 def _cross_entropy(c: Call, g: Array) -> Grads:
     labels = np.asarray(c.inputs[1]).astype(np.int64)
-    return [K.softmax_cross_entropy(c.inputs[0], labels, grad_loss=g)[1], None]
+    grad = K.softmax_cross_entropy(c.inputs[0], labels, grad_loss=g)[1]
+    if COUNT in c.attrs:  # a part of the rows: the mean is over every label position
+        grad = grad * (max(labels.size, 1) / c.integer(COUNT))
+    return [grad, None]
 
 
 def _unary(backward: Callable[[Array, Array], Array]) -> Rule:
@@ -106,8 +120,10 @@ def _unary(backward: Callable[[Array, Array], Array]) -> Rule:
 
 
 def _embedding(c: Call, g: Array) -> Grads:
-    table = c.weights[0]
-    return [K.embedding_backward(g, np.asarray(c.inputs[0]).astype(np.int64), table.shape[0])]
+    table, ids = c.weights[0], np.asarray(c.inputs[0]).astype(np.int64)
+    if ROW_OFFSET in c.attrs:
+        return [K.embedding_rows_backward(g, ids, c.integer(ROW_OFFSET), table.shape[0])]
+    return [K.embedding_backward(g, ids, table.shape[0])]
 
 
 GRAD_INPUT: Mapping[str, Rule] = {

@@ -104,6 +104,21 @@ def attention_call(c: Call) -> tuple[Array, K.AttentionContext]:
     return K.attention_forward(x, memory, *w[:4], *biases, num_heads=c.integer("heads"), causal=c.flag("causal"))
 
 
+ROW_OFFSET = "row_offset"
+"""Attribute of an embedding (or its gradient) run on a slice of its table's rows: the
+first row of the slice (``kernels.embedding_rows_forward``)."""
+COUNT = "count"
+"""Attribute of a loss gradient run on some rows: how many label positions the whole loss
+averages over (its gradient scales by ``1 / count``, not by the part's rows)."""
+
+
+def _embedding(c: Call) -> Array:
+    ids = np.asarray(c.inputs[0]).astype(np.int64)
+    if ROW_OFFSET not in c.attrs:
+        return K.embedding_forward(c.weights[0], ids)
+    return K.embedding_rows_forward(c.weights[0], ids, c.integer(ROW_OFFSET))
+
+
 def _dropout(c: Call) -> Array:
     x = c.inputs[0]
     if not c.training or c.number("rate") == 0.0:
@@ -159,7 +174,7 @@ FORWARD: Mapping[str, Rule] = {
     "flatten": lambda c: K.reshape_forward(c.inputs[0], c.out_shape),
     "transpose": lambda c: K.transpose_forward(c.inputs[0], c.ints("perm")),
     "slice": _slice,
-    "embedding": lambda c: K.embedding_forward(c.weights[0], np.asarray(c.inputs[0]).astype(np.int64)),
+    "embedding": lambda c: _embedding(c),
     "attention": lambda c: attention_call(c)[0],
     "dropout": _dropout,
     "cross_entropy": lambda c: K.softmax_cross_entropy(c.inputs[0], _labels(c))[0],

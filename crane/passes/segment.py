@@ -11,7 +11,7 @@ from typing import Literal
 from crane.cost.bounds import lower_bounds
 from crane.cost.report import COST_ATTR, cost_attribute
 from crane.dialects.graph_batch import graph_batch
-from crane.dialects.hw import machine_of
+from crane.dialects.hw import machine_of, retarget
 from crane.dialects.segment import BlockOp, ScheduleOp
 from crane.hardware.machine import Machine
 from crane.ir.attributes import StringAttr
@@ -144,7 +144,8 @@ class Segment(Pass):
     For each ``graph.func`` the pass builds the scheduler's workload
     (``crane.schedule.from_graph``), reads the machine the module targets (the
     ``hw.machine`` named by the module's ``crane.machine``; the ``edge`` machine when it
-    names none), runs the search of ``crane.schedule.policies.schedule`` and inserts a
+    names none, which the pass then adds to the module for the passes after it), runs the
+    search of ``crane.schedule.policies.schedule`` and inserts a
     ``segment.schedule`` op right after the function (replacing an earlier schedule of
     the same function). The module gets a ``crane.cost`` attribute with the summed cost
     (``crane.cost.report`` turns it into JSON or a table).
@@ -202,7 +203,10 @@ class Segment(Pass):
             return
         body = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
         funcs = [f for f in body.ops if f.name == "graph.func"] if body is not None else []
-        machine = machine_of(op) or Machine.edge()
+        machine = machine_of(op)
+        if machine is None:
+            machine = Machine.edge()
+            retarget(op, machine)  # later passes lower for the machine it was scheduled on
         summaries = [s for s in (self.schedule_func(f, machine, ctx) for f in funcs) if s]
         if summaries:
             op.attributes[COST_ATTR] = cost_attribute(combine(summaries))
