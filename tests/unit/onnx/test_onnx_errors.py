@@ -93,8 +93,16 @@ def test_unknown_machine() -> None:
 
 def test_invalid_model_is_reported_by_the_checker() -> None:
     model = _model(lambda g, x: g.op("Relu", [x]))
+    model.graph.node[0].attribute.append(helper.make_attribute("bogus", 1))
+    message = _error(model)
+    assert message.startswith("error: m.onnx: invalid ONNX model: ") and "bogus" in message, message
+
+
+def test_an_undefined_input_names_the_node_and_the_tensor() -> None:
+    model = _model(lambda g, x: g.op("Relu", [x]))
     model.graph.node[0].input[0] = "nowhere"
-    assert _error(model).startswith("error: m.onnx: invalid ONNX model: ")
+    assert _error(model) == ("m.onnx:1:1: error: node 'relu_1' (Relu) reads 'nowhere', which no graph "
+                             "input, initializer or node defines")
 
 
 def test_declared_output_shape_is_checked() -> None:
