@@ -86,7 +86,9 @@ def _cycle(graph: Any, defined: set[str], producer: dict[str, int], done: set[in
         path.append(index)
         index = next(producer[name] for name in graph.node[index].input
                      if name not in defined and producer[name] not in done)
-    cycle = path[path.index(index):][::-1]
+    cycle = path[path.index(index):][::-1]  # in the direction data flows
+    first_at = cycle.index(min(cycle))
+    cycle = cycle[first_at:] + cycle[:first_at]
     first = graph.node[cycle[0]]
     location = node_location(filename, cycle[0], first.name or f"{first.op_type}_{cycle[0]}", first.op_type)
     if len(cycle) == 1:

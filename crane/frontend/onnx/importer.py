@@ -28,9 +28,10 @@ from crane.frontend.onnx.reader import (
     decode_nodes,
     default_opset,
     file_error,
+    is_unknown_operator,
     to_array,
 )
-from crane.frontend.onnx.registry import convert_all
+from crane.frontend.onnx.registry import convert_all, unsupported_nodes
 from crane.frontend.onnx.signature import TensorSpec, batch_of, graph_inputs, graph_outputs
 from crane.frontend.onnx.state import GraphState, NameTable, shape_of
 from crane.hardware.machine import Machine, builtin_machines
@@ -93,14 +94,20 @@ def import_model(model: Any, filename: str, options: OnnxOptions) -> OnnxImport:
         raise file_error(filename, "the graph has no outputs; Crane needs at least one computed output")
     inputs = graph_inputs(graph, [t.name for t in graph.initializer], options.batch, options.dims, filename)
     order = node_order(graph, filename)
+    opset = default_opset(model, filename)
+    if any(is_unknown_operator(n.op_type, n.domain, opset) for n in graph.node):
+        # the checker would stop at the first: report every unknown and unsupported node
+        nodes = decode_nodes(graph, filename, order)
+        found = unsupported_nodes(nodes, {t.name for t in graph.initializer}, opset)
+        raise DiagnosticError(*(d for e in found.values() for d in e.diagnostics))
     check_model(model, filename, order)
     initializers = _initializers(graph, filename)
-    outputs = graph_outputs(graph)
+    outputs = graph_outputs(graph, filename)
     nodes = decode_nodes(graph, filename, order)
     nodes = recognise(nodes, constant_values(initializers, nodes), [o.name for o in outputs])
     consumers = Counter(name for n in nodes for name in n.inputs if name)
     consumers.update(o.name for o in outputs)
-    state = GraphState(filename, default_opset(model, filename), consumers)
+    state = GraphState(filename, opset, consumers)
     state.names.reserve(o.name for o in outputs)
     state.consts.update(initializers)
     with gc_paused():

@@ -63,17 +63,18 @@ def slice_(g: GraphState, node: Node) -> None:
 
 def _every(g: GraphState, node: Node, x: Value, cut: tuple[int, int, int], step: int, name: str) -> Value:
     """Elements ``start, start + step, ...`` (below ``stop``) of one axis: a window of
-    ``n * step`` elements ending at or after the last one kept, reshaped to ``(n, step)``,
-    the kept column sliced, the axis merged back."""
+    ``n * step`` elements holding them (the axis padded with zeros at its end when none
+    fits), reshaped to ``(n, step)``, the kept column sliced, the axis merged back."""
     axis, start, stop = cut
-    shape = shape_of(x)
     count = max(0, -(-(stop - start) // step))
     if count == 0:
         raise node.error(f"the slice {start}..{stop} by {step} of axis {axis} is empty")
-    offset = max(0, start + count * step - shape[axis])
+    offset = max(0, start + count * step - shape_of(x)[axis])
     if offset > start or offset >= step:
-        raise node.error(f"the slice {start}..{stop} by {step} of axis {axis} (size {shape[axis]}) has no "
-                         f"window of whole steps; Crane cannot import it")
+        # no window of whole steps fits: pad the axis with zeros, which are never kept
+        x = _pad_axis(g, node, x, axis, (0, offset), 0.0, f"{name}.padded")
+        offset = 0
+    shape = shape_of(x)
     window = sliced(g, node, x, [(axis, start - offset, start - offset + count * step)], f"{name}.window")
     split = (*shape[:axis], count, step, *shape[axis + 1:])
     grid = reshaped(g, node, window, split, name=f"{name}.grid")

@@ -120,6 +120,20 @@ def check_model(model: Any, filename: str, order: Sequence[int] | None = None) -
         raise file_error(filename, f"invalid ONNX model: {text[:400]}") from None
 
 
+def is_unknown_operator(op_type: str, domain: str, opset: int) -> bool:
+    """Whether the standard operator set at ``opset`` lacks ``op_type`` (a node of another
+    domain is not judged here)."""
+    import onnx.defs
+
+    if domain not in DEFAULT_DOMAINS:
+        return False
+    try:
+        onnx.defs.get_schema(op_type, opset, "")
+    except onnx.defs.SchemaError:
+        return True
+    return False
+
+
 def _bytes(source: object, filename: str) -> bytes:
     if isinstance(source, bytes | bytearray | memoryview):
         return bytes(source)

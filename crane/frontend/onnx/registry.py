@@ -21,7 +21,7 @@ from crane.frontend.onnx import (
     ops_slice,
 )
 from crane.frontend.onnx.fold import NEVER_FOLD, fold, foldable
-from crane.frontend.onnx.reader import DEFAULT_DOMAINS, Node
+from crane.frontend.onnx.reader import DEFAULT_DOMAINS, Node, is_unknown_operator
 from crane.frontend.onnx.state import GraphState
 from crane.ir.diagnostics import DiagnosticError
 
@@ -101,17 +101,19 @@ UNSUPPORTED_HINTS: Mapping[str, str] = {
 """Why some operators Crane does not import have no graph form (added to the message)."""
 
 
-def unsupported_message(node: Node) -> str:
+def unsupported_message(node: Node, opset: int) -> str:
     """The message for a node whose operator has no converter."""
     if node.domain not in DEFAULT_DOMAINS:
         return (f"operator '{node.op_type}' of domain '{node.domain}' is not supported; Crane imports "
                 f"the default ONNX operator set only")
+    if node.proto is not None and is_unknown_operator(node.op_type, node.domain, opset):
+        return f"unknown ONNX operator '{node.op_type}' (not in the standard operator set at opset {opset})"
     hint = UNSUPPORTED_HINTS.get(node.op_type)
     return f"unsupported ONNX operator '{node.op_type}'" + (
         f": {hint}" if hint else " (see docs/onnx.md for the operators Crane imports)")
 
 
-def unsupported_nodes(nodes: Sequence[Node], constants: Iterable[str]) -> dict[int, DiagnosticError]:
+def unsupported_nodes(nodes: Sequence[Node], constants: Iterable[str], opset: int) -> dict[int, DiagnosticError]:
     """Node index -> error, for every node that neither folds nor has a converter.
 
     Which tensors are constants is predicted as the import finds them: initializers,
@@ -125,7 +127,7 @@ def unsupported_nodes(nodes: Sequence[Node], constants: Iterable[str]) -> dict[i
                 node.op_type not in NEVER_FOLD and all(name in known for name in node.inputs))):
             known.update(node.outputs)
         elif not default or node.op_type not in CONVERTERS:
-            found[node.index] = node.error(unsupported_message(node))
+            found[node.index] = node.error(unsupported_message(node, opset))
     return found
 
 
@@ -136,7 +138,7 @@ def convert_all(state: GraphState, nodes: Sequence[Node]) -> None:
     output, any other node's outputs are marked failed and the nodes reading them skipped
     silently (their errors would only echo the first), except those whose operator is
     unsupported, which are always reported."""
-    unsupported = unsupported_nodes(nodes, state.consts)
+    unsupported = unsupported_nodes(nodes, state.consts, state.opset)
     failed: set[str] = set()
     problems: list[DiagnosticError] = []
     for node in nodes:
@@ -167,13 +169,13 @@ def _after_failure(state: GraphState, node: Node) -> tuple[str, ...]:
 def convert(state: GraphState, node: Node) -> None:
     """Fold or convert one node (see the module docstring)."""
     if node.domain not in DEFAULT_DOMAINS:
-        raise node.error(unsupported_message(node))
+        raise node.error(unsupported_message(node, state.opset))
     if foldable(state, node):
         fold(state, node)
         return
     converter = CONVERTERS.get(node.op_type)
     if converter is None:
-        raise node.error(unsupported_message(node))
+        raise node.error(unsupported_message(node, state.opset))
     converter(state, node)
     if node.op_type in MOVES and node.input(0) in state.booleans:
         state.booleans.update(name for name in node.outputs if name)
