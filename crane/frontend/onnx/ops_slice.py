@@ -162,7 +162,7 @@ def pad(g: GraphState, node: Node) -> None:
     rank = len(shape_of(x))
     pads = [int(p) for p in (g.required_const(node, 1, "pads") if g.opset >= 11
                              else np.asarray(node.attrs.get("pads", []))).reshape(-1)]
-    axes = axes_of(g, node, rank, 3) if node.input(3) else list(range(rank))
+    axes = axes_of(g, node, rank, 3) or list(range(rank))
     if len(pads) != 2 * len(axes):
         raise node.error(f"pads={pads} must hold 2 values per padded axis ({len(axes)} axes)")
     value = g.const(node.input(2)) if node.input(2) else np.array(node.attrs.get("value", 0.0))
