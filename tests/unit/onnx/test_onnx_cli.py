@@ -155,3 +155,22 @@ def test_every_unknown_op_is_reported_by_the_tool(tmp_path: Path, capsys: pytest
     assert opt.main([str(path)]) == 1
     err = capsys.readouterr().err
     assert "node 'relu' (Selu)" in err and "node 'pool' (Mish)" in err
+
+
+def test_outputs_keep_their_onnx_names_by_the_documented_rule(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Legal IR names stay (``output.1``, ``1st``); other characters become ``_``
+    (``a/b``); a name of digits only gets a ``v`` (``117``), as docs/onnx.md says."""
+    g = Graph("names")
+    for name in ("117", "output.1", "a/b", "1st"):
+        g.op("Relu", ["x"], name=name)
+    model = g.model([tensor("x", [2, 3])], [tensor(n, None) for n in ("117", "output.1", "a/b", "1st")])
+    path, saved = tmp_path / "names.onnx", tmp_path / "out"
+    onnx.save(model, path)
+    assert run.main([str(path), "--save", str(saved)]) == 0
+    assert sorted(p.name for p in saved.iterdir()) == ["1st.npy", "a_b.npy", "output.1.npy", "v117.npy"]
+    ir = tmp_path / "names.mlir"
+    assert opt.main([str(path), "-o", str(ir)]) == 0
+    capsys.readouterr()
+    assert run.main([str(ir), "--save", str(tmp_path / "again")]) == 0  # the names survive printing
+    assert sorted(p.name for p in (tmp_path / "again").iterdir()) == sorted(p.name for p in saved.iterdir())
