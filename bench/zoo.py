@@ -13,7 +13,8 @@ For every (model, exporter) pair, each stage a subprocess with a time limit:
   the outputs (target ``<= RTOL``);
 * **segment**: ``crane-opt model.mlir -p segment`` on ``edge``, and its seconds;
 * **lower**: the model exported again at a reduced size (64x64 images, 80 for
-  Inception-V3, 32 tokens), then ``crane-opt small.onnx ... -p lower-to-tile``;
+  Inception-V3, 32 tokens; a failure there shows as ``lower FAIL`` with a
+  ``reduced export:`` error), then ``crane-opt small.onnx ... -p lower-to-tile``;
 * **check**: ``crane-sim small.tile.mlir --check --weights ... --input ...`` and its
   largest relative error.
 
@@ -52,7 +53,7 @@ CHECK_RTOL = 1e-4
 """Tolerance given to ``crane-sim --check``."""
 QUICK = ("squeezenet1_1", "resnet18", "bert")
 """The ``--quick`` slice (the test suite runs it, at the reduced input size only)."""
-STAGES = ("export", "import", "run", "segment", "lower", "check")
+STAGES = ("export", "import", "run", "segment", "reduced export", "lower", "check")
 
 
 @dataclass
@@ -62,7 +63,7 @@ class Row:
     model: str
     exporter: str
     status: dict[str, str]
-    """Stage -> ``ok``, ``FAIL``, ``TIMEOUT``, ``MISMATCH`` or ``-`` (skipped)."""
+    """Stage -> ``ok``, ``FAIL``, ``TIMEOUT``, ``MISMATCH``, ``-`` (skipped) or ``n/a``."""
     run_rel: float | None = None
     segment_seconds: float | None = None
     check_rel: float | None = None
@@ -73,7 +74,7 @@ class Row:
 
     @property
     def ok(self) -> bool:
-        return all(v == "ok" for v in self.status.values()) and (self.run_rel or 0.0) <= RTOL
+        return all(v in ("ok", "n/a") for v in self.status.values()) and (self.run_rel or 0.0) <= RTOL
 
 
 def tool(name: str) -> list[str]:
@@ -99,11 +100,15 @@ def run_limited(command: list[str], timeout: float) -> tuple[int | None, float, 
 
 
 def first_error(text: str) -> str:
-    """The line a user would read first: the first mentioning an error, else the last."""
-    for line in text.splitlines():
+    """The line a user would read first: a traceback's last line (the exception), else
+    the first line mentioning an error, else the last line."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if "Traceback (most recent call last)" in text and lines:
+        raised = [line for line in lines if re.match(r"[\w.]+(Error|Exception)\b.*:", line)]
+        return (raised or lines)[-1].strip()[:400]
+    for line in lines:
         if re.search(r"error|Error|MISMATCH|FAIL", line):
             return line.strip()[:400]
-    lines = [line for line in text.splitlines() if line.strip()]
     return lines[-1].strip()[:400] if lines else ""
 
 
@@ -115,6 +120,8 @@ class Pair:
         self.full = scratch / f"{spec.name}.{exporter}"
         self.small = self.full if quick else self.full / "small"
         self.row = Row(spec.name, exporter, dict.fromkeys(STAGES, "-"))
+        if quick:
+            self.row.status["reduced export"] = "n/a"  # the one export is at the reduced size
 
     def stage(self, name: str, command: list[str]) -> tuple[bool, float, str]:
         """Run one stage; record its outcome (and the first error of the first failure)."""
@@ -127,10 +134,10 @@ class Pair:
             self.row.error = f"{name}: " + (f"over {self.timeout:.0f} s" if status is None else first_error(text))
         return ok, seconds, text
 
-    def export(self, size: int, where: Path) -> bool:
+    def export(self, size: int, where: Path, stage: str = "export") -> bool:
         command = [sys.executable, str(ROOT / "bench" / "zoo_models.py"), self.spec.name, self.exporter,
                    str(size), str(where)]
-        return self.stage("export", command)[0]
+        return self.stage(stage, command)[0]
 
     def inputs(self, where: Path) -> list[str]:
         return [f"{p.stem}={p}" for p in sorted(where.glob("*.npy"))]
@@ -140,8 +147,10 @@ class Pair:
             return self.row
         if not self.import_and_run():
             return self.row
-        if self.quick or self.export(self.spec.reduced, self.small):
+        if self.quick or self.export(self.spec.reduced, self.small, "reduced export"):
             self.lower_and_check()
+        elif self.row.status["reduced export"] != "ok":
+            self.row.status["lower"] = "FAIL"
         return self.row
 
     def import_and_run(self) -> bool:
