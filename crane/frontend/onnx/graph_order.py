@@ -43,25 +43,24 @@ def node_order(graph: Any, filename: str) -> list[int] | None:
 
 def _undefined(graph: Any, defined: set[str], producer: dict[str, int], filename: str) -> None:
     """Every node input that nothing defines, reported at once."""
-    problems: list[DiagnosticError] = []
-    for index, proto in enumerate(graph.node):
-        for name in proto.input:
-            if name not in defined and name not in producer:
-                location = node_location(filename, index, proto.name or f"{proto.op_type}_{index}",
-                                         proto.op_type)
-                problems.append(DiagnosticError.at(location, f"node {_label(proto, index)} reads '{name}', "
-                                                             f"which no graph input, initializer or node defines"))
+    missing = [(index, proto, name) for index, proto in enumerate(graph.node) for name in proto.input
+               if name not in defined and name not in producer]
+    problems = [DiagnosticError.at(node_location(filename, index, proto.name or f"{proto.op_type}_{index}",
+                                                 proto.op_type),
+                                   f"node {_label(proto, index)} reads '{name}', which no graph input, "
+                                   f"initializer or node defines")
+                for index, proto, name in missing]
     if problems:
         raise DiagnosticError(*(d for p in problems for d in p.diagnostics))
 
 
 def _kahn(graph: Any, defined: set[str], producer: dict[str, int], filename: str) -> list[int]:
-    waiting = [sum(1 for name in set(proto.input) if name not in defined) for proto in graph.node]
+    computed = [{name for name in proto.input if name not in defined} for proto in graph.node]
+    waiting = [len(names) for names in computed]
     readers: dict[int, list[int]] = defaultdict(list)
-    for index, proto in enumerate(graph.node):
-        for name in set(proto.input):
-            if name not in defined:
-                readers[producer[name]].append(index)
+    for index, names in enumerate(computed):
+        for name in names:
+            readers[producer[name]].append(index)
     ready = deque(i for i, count in enumerate(waiting) if count == 0)
     order: list[int] = []
     while ready:
@@ -69,8 +68,7 @@ def _kahn(graph: Any, defined: set[str], producer: dict[str, int], filename: str
         order.append(index)
         for reader in readers[index]:
             waiting[reader] -= 1
-            if waiting[reader] == 0:
-                ready.append(reader)
+        ready.extend(sorted({r for r in readers[index] if waiting[r] == 0}))
     if len(order) == len(graph.node):
         return order
     raise _cycle(graph, defined, producer, set(order), filename)

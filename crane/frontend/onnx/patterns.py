@@ -268,23 +268,23 @@ def _culprit(g: _Graph, name: str) -> str:
     """A constant that tensor ``name`` is computed from and that is infinite or NaN
     (``""`` if there is none): one pass over the graph, in its topological order."""
     if g.culprits is None:
-        found: dict[str, str] = {n: n for n, a in g.constants.items()
-                                 if np.issubdtype(a.dtype, np.floating) and not np.isfinite(a).all()}
-        for node in g.nodes:
-            blame = next((found[i] for i in node.inputs if found.get(i)), "") or _attribute_culprit(node)
-            for out in node.outputs:
-                found.setdefault(out, blame)
-        g.culprits = found
+        g.culprits = _culprits(g)
     return g.culprits.get(name, "")
+
+
+def _culprits(g: _Graph) -> dict[str, str]:
+    found: dict[str, str] = {n: n for n, a in g.constants.items()
+                             if np.issubdtype(a.dtype, np.floating) and not np.isfinite(a).all()}
+    for node in g.nodes:
+        blame = next((found[i] for i in node.inputs if found.get(i)), "") or _attribute_culprit(node)
+        found.update((out, blame) for out in node.outputs if out not in found)
+    return found
 
 
 def _attribute_culprit(node: Node) -> str:
     """The node's name when a tensor attribute (``ConstantOfShape``'s value...) is not finite."""
-    for value in node.attrs.values():
-        if isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.floating) \
-                and not np.isfinite(value).all():
-            return node.name
-    return ""
+    arrays = [v for v in node.attrs.values() if isinstance(v, np.ndarray) and np.issubdtype(v.dtype, np.floating)]
+    return node.name if any(not np.isfinite(a).all() for a in arrays) else ""
 
 
 def constant_values(initializers: dict[str, np.ndarray], nodes: Iterable[Node]) -> dict[str, np.ndarray]:

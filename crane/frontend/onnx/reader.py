@@ -102,17 +102,7 @@ def check_model(model: Any, filename: str, order: Sequence[int] | None = None) -
     bare = [i for i, v in enumerate(model.graph.output)
             if v.type.HasField("tensor_type") and not v.type.tensor_type.HasField("shape")]
     if bare or order is not None:
-        copy = onnx.ModelProto()
-        copy.CopyFrom(model)
-        for index in bare:
-            copy.graph.output[index].type.tensor_type.shape.SetInParent()
-        if order is not None:
-            nodes = [onnx.NodeProto() for _ in order]
-            for node, index in zip(nodes, order, strict=True):
-                node.CopyFrom(model.graph.node[index])
-            copy.graph.ClearField("node")
-            copy.graph.node.extend(nodes)
-        model = copy
+        model = _checkable_copy(model, bare, order)
     try:
         onnx.checker.check_model(model)
     except (onnx.checker.ValidationError, ValueError) as problem:
@@ -132,6 +122,25 @@ def is_unknown_operator(op_type: str, domain: str, opset: int) -> bool:
     except onnx.defs.SchemaError:
         return True
     return False
+
+
+def _checkable_copy(model: Any, bare: Sequence[int], order: Sequence[int] | None) -> Any:
+    """A copy of ``model`` whose ``bare`` outputs have an empty shape and whose nodes are
+    in ``order`` (when given)."""
+    import onnx
+
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    for index in bare:
+        copy.graph.output[index].type.tensor_type.shape.SetInParent()
+    if order is None:
+        return copy
+    nodes = [onnx.NodeProto() for _ in order]
+    for node, index in zip(nodes, order, strict=True):
+        node.CopyFrom(model.graph.node[index])
+    copy.graph.ClearField("node")
+    copy.graph.node.extend(nodes)
+    return copy
 
 
 def _bytes(source: object, filename: str) -> bytes:

@@ -146,15 +146,21 @@ def convert_all(state: GraphState, nodes: Sequence[Node]) -> None:
         if problem is None and any(name in failed for name in node.inputs):
             failed.update(node.outputs)
             continue
-        try:
-            if problem is not None:
-                raise problem
-            convert(state, node)
-        except DiagnosticError as error:
+        error = problem or _converted(state, node)
+        if error is not None:
             problems.append(error)
             failed.update(_after_failure(state, node))
     if problems:
         raise DiagnosticError(*(d for p in problems for d in p.diagnostics))
+
+
+def _converted(state: GraphState, node: Node) -> DiagnosticError | None:
+    """Convert one node; its error, if any."""
+    try:
+        convert(state, node)
+    except DiagnosticError as error:
+        return error
+    return None
 
 
 def _after_failure(state: GraphState, node: Node) -> tuple[str, ...]:
