@@ -13,7 +13,8 @@ For every (model, exporter) pair, each stage a subprocess with a time limit:
   the outputs (target ``<= RTOL``);
 * **segment**: ``crane-opt model.mlir -p segment`` on ``edge``, and its seconds;
 * **lower**: the model exported again at a reduced size (64x64 images, 80 for
-  Inception-V3, 32 tokens; a failure there shows as ``lower FAIL`` with a
+  Inception-V3, the full 224 for AlexNet and VGG-11, whose adaptive pools would
+  otherwise upsample; 32 tokens; a failure there shows as ``lower FAIL`` with a
   ``reduced export:`` error), then ``crane-opt small.onnx ... -p lower-to-tile``;
 * **check**: ``crane-sim small.tile.mlir --check --weights ... --input ...`` and its
   largest relative error.

@@ -49,8 +49,11 @@ _TORCHVISION = (
     "squeezenet1_1", "densenet121", "googlenet", "inception_v3", "mnasnet0_5", "alexnet", "vgg11",
     "convnext_tiny", "vit_b_16", "swin_t",
 )
-_SIZES = {"inception_v3": (299, 80)}
-"""Inception-V3 is built for 299x299 and needs at least 75x75."""
+_SIZES = {"inception_v3": (299, 80), "alexnet": (224, 224), "vgg11": (224, 224)}
+"""Inception-V3 is built for 299x299 and needs at least 75x75. AlexNet's and VGG's
+``AdaptiveAvgPool2d`` (to 6x6, 7x7) would upsample a smaller image's features, which the
+TorchScript exporter refuses and the dynamo exporter writes as a ``GatherND`` Crane cannot
+import: they are lowered at their full size."""
 
 MODELS: dict[str, Spec] = {
     **{n: Spec(n, "torchvision", *_SIZES.get(n, (224, 64))) for n in _TORCHVISION},
