@@ -1,7 +1,11 @@
 """Converters of activations, ``Softmax`` and the arithmetic ops.
 
 * ``Relu``, ``Sigmoid``, ``Tanh`` and ``Gelu`` (exact, erf-based; ``approximate="tanh"``
-  has no ``graph`` op) map one to one; ``Clip(min=0)`` without an upper bound is a ReLU.
+  has no ``graph`` op) map one to one, as does a recognised SiLU (``x * Sigmoid(x)``);
+  ``Clip(min=0)`` without an upper bound is a ReLU. ``Clip(0, 6)`` (ReLU6) has no ``graph``
+  layer kind yet.
+* ``Pow(x, 2)`` and ``Pow(x, 3)`` (the cube in the tanh approximation of GELU) are
+  ``x * x`` and ``(x * x) * x``; other exponents have no ``graph`` op.
 * ``Softmax`` normalises one axis (opset >= 13); before opset 13 it normalised the
   flattened trailing axes, which is the same only when ``axis`` is the last one.
 * ``Add`` and ``Mul`` of two activations are ``graph.add`` / ``graph.mul``; a constant
@@ -19,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from crane.frontend.onnx.ops_dense import fuse_linear_bias
+from crane.frontend.onnx.ops_mask import soft_mask_of_sum
 from crane.frontend.onnx.reader import Node
 from crane.frontend.onnx.state import GraphState, numpy_dtype, shape_of
 from crane.ir.core import Value
@@ -43,13 +48,34 @@ def gelu(g: GraphState, node: Node) -> None:
     g.bind(node.outputs[0], g.layer(node, "gelu", [_x(g, node)]))
 
 
+def silu(g: GraphState, node: Node) -> None:
+    g.bind(node.outputs[0], g.layer(node, "silu", [_x(g, node)]))
+
+
 def clip(g: GraphState, node: Node) -> None:
     low = _bound(g, node, 1, "min")
     high = _bound(g, node, 2, "max")
     if low == 0.0 and (high is None or high == float("inf")):
         g.bind(node.outputs[0], g.layer(node, "relu", [_x(g, node)]))
         return
-    raise node.error(f"Clip(min={low}, max={high}) has no graph op; only Clip(min=0) (a ReLU) imports")
+    what = " (ReLU6, which has no graph layer kind yet)" if (low, high) == (0.0, 6.0) else ""
+    raise node.error(f"Clip(min={low}, max={high}) has no graph op{what}; only Clip(min=0) (a ReLU) imports")
+
+
+def power(g: GraphState, node: Node) -> None:
+    x = _x(g, node)
+    exponent = g.const(node.input(1))
+    if exponent is None or exponent.size != 1:
+        raise node.error("the exponent must be a constant scalar")
+    value = float(exponent.reshape(-1)[0])
+    if value == 1.0:
+        g.bind(node.outputs[0], x)
+        return
+    if value not in (2.0, 3.0):
+        raise node.error(f"Pow by {value:g} has no graph op; Crane imports x^2 and x^3 as products")
+    out = node.outputs[0]
+    square = g.layer(node, "mul", [x, x], name=out if value == 2.0 else f"{out}.square")
+    g.bind(out, square if value == 2.0 else g.layer(node, "mul", [square, x]))
 
 
 def _bound(g: GraphState, node: Node, position: int, name: str) -> float | None:
@@ -71,7 +97,11 @@ def softmax(g: GraphState, node: Node) -> None:
     if g.opset < 13 and axis % rank != rank - 1:
         raise node.error(f"before opset 13 Softmax normalises axes {axis}.. flattened; Crane imports "
                          f"it only for the last axis (re-export at opset >= 13)")
-    g.bind(node.outputs[0], g.layer(node, "softmax", [x], attrs={"axis": axis}))
+    out = node.outputs[0]
+    g.bind(out, g.layer(node, "softmax", [x], attrs={"axis": axis}))
+    mask = g.soft_masks.get(node.input(0))
+    if mask is not None:
+        g.softmax_masks[out] = (mask, axis)
 
 
 def add(g: GraphState, node: Node) -> None:
@@ -79,6 +109,7 @@ def add(g: GraphState, node: Node) -> None:
     if fuse_linear_bias(g, node, a_name, b_name):
         return
     g.bind(node.outputs[0], g.layer(node, "add", [_x_named(g, node, a_name), g.tensor(node, b_name)]))
+    soft_mask_of_sum(g, node)
 
 
 def mul(g: GraphState, node: Node) -> None:
