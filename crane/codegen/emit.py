@@ -40,6 +40,7 @@ from crane.codegen.rules import (
     ELEMENTWISE,
     NEEDS,
     Part,
+    channel_unit,
     mask_attrs,
     reduction_chunks,
     running_statistics,
@@ -286,7 +287,8 @@ class Emitter(TrainingEmitter):
         sub = item.span[1] - item.span[0]
         if shape_of(op.results[0])[:1] != (self.ctx.batch,):
             return None
-        boxes = partition_boxes(out, layer_partition(dims[layer], sub, len(item.home.tiles)))
+        boxes = partition_boxes(out, layer_partition(dims[layer], sub, len(item.home.tiles)),
+                                channel_unit(op))
         if boxes is None:
             return None
         need = NEEDS[op.kind.name]

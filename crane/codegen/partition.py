@@ -14,7 +14,8 @@ box are neighbours in the region (the fetch shares that box over short NoC hops)
 
 from __future__ import annotations
 
-from crane.codegen.boxes import Box, extent, split_span, with_axis
+from crane.codegen.boxes import Box, extent, with_axis
+from crane.codegen.rules import aligned_spans
 from crane.cost.utilisation import Partition, preferred_partition
 from crane.schedule.workload import Dims
 
@@ -32,14 +33,16 @@ def layer_partition(dims: Dims, subbatch: int, tiles: int) -> Partition:
     return preferred_partition((subbatch, *dims.partitionable), tiles, (dims.c, dims.r, dims.s))
 
 
-def partition_boxes(out: Box, part: Partition) -> list[Box] | None:
-    """``out`` cut by ``part``'s factors (channel innermost), or None if they do not apply."""
+def partition_boxes(out: Box, part: Partition, unit: int = 1) -> list[Box] | None:
+    """``out`` cut by ``part``'s factors (channel innermost), or None if they do not apply;
+    the channel axis (1) in whole multiples of ``unit`` (a grouped convolution's groups)."""
     axes = AXES.get(len(out))
     if axes is None:
         return None
     factors = (part.kb, part.kk, part.kh, part.kw)
     sizes = extent(out)
-    if any(f > 1 and (axis is None or f > sizes[axis]) for axis, f in zip(axes, factors, strict=True)):
+    if any(f > 1 and (axis is None or f > sizes[axis] // (unit if axis == 1 else 1))
+           for axis, f in zip(axes, factors, strict=True)):
         return None
     order = (0, 2, 3, 1)  # batch, rows, columns, then channels innermost
     boxes = [out]
@@ -47,5 +50,6 @@ def partition_boxes(out: Box, part: Partition) -> list[Box] | None:
         axis, factor = axes[which], factors[which]
         if axis is None or factor == 1:
             continue
-        boxes = [with_axis(b, axis, span) for b in boxes for span in split_span(*b[axis], factor)]
+        step = unit if axis == 1 else 1
+        boxes = [with_axis(b, axis, span) for b in boxes for span in aligned_spans(*b[axis], factor, step)]
     return boxes

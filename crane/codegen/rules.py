@@ -145,17 +145,46 @@ def _spatial(op: Operation, out: Box) -> tuple[tuple[int, int], tuple[int, int],
     return (rows.start, rows.stop), (cols.start, cols.stop), attrs
 
 
+def conv_groups(op: Operation) -> int:
+    """The group count of a convolution (a depthwise one has one group per input channel)."""
+    if bool(getattr(op.attributes.get("depthwise"), "value", False)):
+        return shape_of(op.operands[0])[1]
+    return max(1, _int(op, "groups", 1))
+
+
+def channel_unit(op: Operation) -> int:
+    """Output channels per group of a grouped convolution (1 otherwise): a part's output
+    channels must be whole groups, which then read their own input channels only."""
+    groups = conv_groups(op) if isinstance(op, LayerOp) and op.kind.name == "conv2d" else 1
+    return shape_of(op.results[0])[1] // groups if groups > 1 else 1
+
+
 def _conv(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
+    """A box of a convolution's output: for a grouped one (whole groups of output
+    channels, see :func:`channel_unit`) the input channels of those groups and their count."""
     x, w = shape_of(op.operands[0]), shape_of(op.operands[1])
     rows, cols, attrs = _spatial(op, out)
-    depthwise = bool(getattr(op.attributes.get("depthwise"), "value", False))
-    channels = out[1] if depthwise else (0, x[1])
+    groups, unit = conv_groups(op), channel_unit(op)
+    k0, k1 = out[1]
+    if groups > 1 and (k0 % unit or k1 % unit):
+        raise ValueError(f"output channels {k0}:{k1} of a convolution with {groups} groups "
+                         f"of {unit} are not whole groups")
+    per_group = x[1] // groups
+    channels = (0, x[1]) if groups == 1 else (k0 // unit * per_group, k1 // unit * per_group)
     ins: list[Box] = [(out[0], channels, rows, cols), (out[1], (0, w[1]), (0, w[2]), (0, w[3]))]
     ins += [(out[1],) for _ in op.operands[2:]]
-    attrs["out"] = IntAttr(out[1][1] - out[1][0])
-    if depthwise:  # a part of a depthwise conv is one over its own channels
-        attrs["groups"] = IntAttr(out[1][1] - out[1][0])
+    attrs["out"] = IntAttr(k1 - k0)
+    if groups > 1:  # a part is a convolution over its own groups
+        attrs["groups"] = IntAttr((k1 - k0) // unit)
+        attrs["depthwise"] = BoolAttr(False)
     return tuple(ins), attrs
+
+
+def aligned_spans(start: int, stop: int, parts: int, unit: int = 1) -> list[tuple[int, int]]:
+    """``split_span`` in whole multiples of ``unit`` (``start`` and ``stop`` being ones)."""
+    if unit <= 1:
+        return split_span(start, stop, parts)
+    return [(a * unit, b * unit) for a, b in split_span(start // unit, stop // unit, parts)]
 
 
 def _pool(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
@@ -253,10 +282,7 @@ def split_axes(op: Operation, training: bool) -> tuple[tuple[int, ...], ...]:
     if kind in ELEMENTWISE or kind == "transpose" or kind == "batchnorm":
         return tuple((a,) for a in range(rank))
     if kind in WINDOW:
-        groups = _int(op, "groups", 1)
-        depthwise = bool(getattr(op.attributes.get("depthwise"), "value", False))
-        channel = ((1,),) if kind != "conv2d" or groups == 1 or depthwise else ()
-        return ((0,), *channel, (2, 3))
+        return ((0,), (1,), (2, 3))
     if kind == "global_avg_pool":
         return ((0,), (1,))
     return _other_axes(op, kind, rank)
@@ -283,18 +309,19 @@ def _other_axes(op: Operation, kind: str, rank: int) -> tuple[tuple[int, ...], .
     return ()
 
 
-def _parts_along(out: Box, axes: tuple[int, ...], n: int) -> list[Box]:
+def _parts_along(out: Box, axes: tuple[int, ...], n: int, unit: int = 1) -> list[Box]:
     if len(axes) == 1:
-        return [with_axis(out, axes[0], s) for s in split_span(*out[axes[0]], n)]
+        step = unit if axes[0] == 1 else 1
+        return [with_axis(out, axes[0], s) for s in aligned_spans(*out[axes[0]], n, step)]
     hw = extent(out)[2:4]
     rows, cols = spatial_grid((hw[0], hw[1]), n)
     return [with_axis(with_axis(out, 2, r), 3, c)
             for r in split_span(*out[2], rows) for c in split_span(*out[3], cols)]
 
 
-def _capacity(out: Box, axes: tuple[int, ...], n: int) -> int:
+def _capacity(out: Box, axes: tuple[int, ...], n: int, unit: int = 1) -> int:
     if len(axes) == 1:
-        return extent(out)[axes[0]]
+        return extent(out)[axes[0]] // (unit if axes[0] == 1 else 1)
     hw = extent(out)[2:4]
     try:
         spatial_grid((hw[0], hw[1]), n)
@@ -303,15 +330,16 @@ def _capacity(out: Box, axes: tuple[int, ...], n: int) -> int:
     return n
 
 
-def choose(out: Box, candidates: Sequence[tuple[int, ...]], n: int) -> list[Box]:
-    """Output boxes of the first candidate split reaching ``n`` parts (else the widest)."""
+def choose(out: Box, candidates: Sequence[tuple[int, ...]], n: int, unit: int = 1) -> list[Box]:
+    """Output boxes of the first candidate split reaching ``n`` parts (else the widest);
+    channel (axis 1) splits in whole multiples of ``unit``."""
     if n <= 1 or not candidates:
         return [out]
-    widths = [min(n, _capacity(out, axes, n)) for axes in candidates]
+    widths = [min(n, _capacity(out, axes, n, unit)) for axes in candidates]
     best = next((k for k, w in enumerate(widths) if w >= n), widths.index(max(widths)))
     if widths[best] <= 1:
         return [out]
-    return _parts_along(out, candidates[best], widths[best])
+    return _parts_along(out, candidates[best], widths[best], unit)
 
 
 def footprint(part: Part, elem_bytes: int = 4) -> int:
@@ -379,8 +407,11 @@ def _cut(op: Operation, part: Part, axes: Sequence[int], count: int) -> list[Par
     if count <= 1 or axis is None:
         return [part]
     need = NEEDS[op.kind.name if isinstance(op, LayerOp) else ""]
+    unit = channel_unit(op) if axis == 1 else 1
+    if sizes[axis] // unit < 2:
+        return [part]
     steps = []
-    for span in split_span(*out[axis], min(count, sizes[axis])):
+    for span in aligned_spans(*out[axis], min(count, sizes[axis] // unit), unit):
         box = with_axis(out, axis, span)
         ins, attrs = need(op, box)
         steps.append(Part((box,), ins, attrs, part.partial))
@@ -433,8 +464,9 @@ def split_forward(op: LayerOp, span: tuple[int, int], batch: int, n: int,
         ins = tuple(span_box(v, span, batch) for v in op.operands)
         return [Part((out,), ins, {}, (False,))]
     candidates = split_axes(op, training)
-    options = [choose(out, candidates[k:k + 1], n) for k in range(len(candidates))]
-    preferred = choose(out, candidates, n)
+    unit = channel_unit(op)
+    options = [choose(out, candidates[k:k + 1], n, unit) for k in range(len(candidates))]
+    preferred = choose(out, candidates, n, unit)
     made = [[_part(op, need, box) for box in boxes] for boxes in [preferred, *options]]
     def worst(parts: list[Part]) -> int:
         return max(footprint(p, elem_bytes) for p in parts)
