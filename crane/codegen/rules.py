@@ -76,13 +76,21 @@ def whole_batch(op: Operation, training: bool) -> bool:
 
 
 def mask_attrs(op: Operation, out: Box) -> dict[str, Attribute]:
-    """A dropout (or its gradient) run on the box ``out`` of its tensor draws that box of
-    the whole tensor's mask (``crane.exec.forward.dropout_keep``); other ops need nothing."""
+    """What an op run on the box ``out`` of its tensor needs to know of the box's place: a
+    dropout (or its gradient) draws that box of the whole tensor's mask
+    (``crane.exec.forward.dropout_keep``); a causal softmax masks by the rows' query
+    index; other ops need nothing."""
     kind = op.kind.name if isinstance(op, LayerOp | GradOp) else ""
     shape = shape_of(op.results[0]) if op.results else ()
-    if kind != "dropout" or not out or out == full(shape):
+    if not out or out == full(shape):
         return {}
-    return {"mask_shape": DenseIntsAttr(shape), "mask_offset": DenseIntsAttr(tuple(a for a, _ in out))}
+    if kind == "dropout":
+        return {"mask_shape": DenseIntsAttr(shape),
+                "mask_offset": DenseIntsAttr(tuple(a for a, _ in out))}
+    causal = op.attributes.get("causal")
+    if kind == "softmax" and isinstance(causal, BoolAttr) and causal.value and len(out) >= 2:
+        return {"query_offset": IntAttr(out[-2][0])}
+    return {}
 
 
 def running_statistics(op: Operation) -> bool:
@@ -236,14 +244,31 @@ def _batch_only(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Att
     return tuple(boxes), {}
 
 
+def kept_prefix(before: tuple[int, ...], after: tuple[int, ...]) -> int:
+    """How many leading axes a reshape keeps (equal sizes): a box over them is the same
+    elements before and after it (row-major order)."""
+    count = 0
+    for a, b in zip(before, after, strict=False):
+        if a != b:
+            break
+        count += 1
+    return min(count, len(before) - 1, len(after) - 1)
+
+
 def _reshape(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
-    boxes, _ = _batch_only(op, out)
+    """A box over the kept leading axes: the same box of the input, whole beyond them."""
+    x = shape_of(op.operands[0])
+    keep = kept_prefix(x, shape_of(op.results[0]))
+    box = (*out[:keep], *full(x[keep:]))
     attrs: dict[str, Attribute] = {"shape": DenseIntsAttr(extent(out))} if "shape" in op.attributes else {}
-    return boxes, attrs
+    return (box, *(full(shape_of(v)) for v in op.operands[1:])), attrs
 
 
 def _embedding(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
-    return (out[:-1], full(shape_of(op.operands[1]))), {}
+    """Ids of the box's tokens and the table's columns of its dims (every row: which rows
+    the ids pick is known only when the program runs)."""
+    vocab = shape_of(op.operands[1])[0]
+    return (out[:-1], ((0, vocab), out[-1])), {"dim": IntAttr(out[-1][1] - out[-1][0])}
 
 
 def _transpose(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
@@ -266,7 +291,7 @@ NEEDS: Mapping[str, Need] = {
     "global_avg_pool": _global_pool, "batchnorm": _channel_norm,
     "layernorm": _same_weights_full, "softmax": _same_weights_full,
     "linear": _linear, "matmul": _matmul, "attention": _batch_only,
-    "reshape": _reshape, "flatten": _batch_only, "embedding": _embedding,
+    "reshape": _reshape, "flatten": _reshape, "embedding": _embedding,
     "transpose": _transpose, "slice": _along, "concat": _along,
 }
 
@@ -299,13 +324,13 @@ def _other_axes(op: Operation, kind: str, rank: int) -> tuple[tuple[int, ...], .
         return (*((a,) for a in range(rank - 1)), (rank - 1,))
     if kind == "matmul":
         return (*((a,) for a in range(rank - 1)), (rank - 1,))
-    if kind == "embedding":
-        return tuple((a,) for a in range(rank - 1))
+    if kind == "embedding":  # by the table's columns first: the table is read once in all
+        return ((rank - 1,), *((a,) for a in range(rank - 1)))
     if kind in ("attention",):
         return ((0,),)
     if kind in ("reshape", "flatten"):
-        same = shape_of(op.operands[0])[:1] == shape_of(op.results[0])[:1]
-        return ((0,),) if same else ()
+        keep = kept_prefix(shape_of(op.operands[0]), shape_of(op.results[0]))
+        return tuple((a,) for a in range(keep))
     return ()
 
 
@@ -350,7 +375,10 @@ def footprint(part: Part, elem_bytes: int = 4) -> int:
 STREAM_AXES: Mapping[str, tuple[int, ...]] = {
     "conv2d": (2, 0, 3), "max_pool2d": (2, 0, 3), "avg_pool2d": (2, 0, 3),
     "global_avg_pool": (1, 0), "linear": (-2, 0, -1), "add": (-2, 0, -1), "mul": (-2, 0, -1),
-    **dict.fromkeys(UNARY, (1, 0, -1)), "batchnorm": (1,)}
+    **dict.fromkeys(UNARY, (1, 0, -1)), "batchnorm": (1,),
+    "matmul": (-2, 0, 1, -1), "softmax": (-2, 0, 1), "layernorm": (-2, 0, 1),
+    "transpose": (0, 1, 2, -1), "reshape": (0, 1, 2), "flatten": (0,), "embedding": (-1, 0, 1),
+    "slice": (0, 1, 2, -1), "concat": (0, 1, 2, -1)}
 """Layer kinds a tile may run in steps over its output, and the axes it cuts (best first)."""
 WEIGHT_AXES: Mapping[str, tuple[int, ...]] = {"conv2d": (1,), "linear": (-1,)}
 """Output axes that cut a layer's weights: stepping along them when the weights are the
@@ -400,19 +428,30 @@ def temporal_chunks(op: Operation, part: Part, budget: int, elem_bytes: int,
 
 
 def _cut(op: Operation, part: Part, axes: Sequence[int], count: int) -> list[Part]:
-    """``part`` cut into up to ``count`` steps along the first of ``axes`` with room."""
+    """``part`` cut into about ``count`` steps along ``axes`` in order: as many pieces as
+    the first axis with room allows, then the next one for the rest (only axes the op may
+    be split along; channels in whole groups of a grouped convolution)."""
     out = part.outs[0]
     sizes = extent(out)
-    axis = next((a % len(out) for a in axes if sizes[a % len(out)] >= 2), None)
-    if count <= 1 or axis is None:
+    allowed = {a for split in split_axes(op, True) for a in split}
+    counts: dict[int, int] = {}
+    wanted = count
+    for axis in dict.fromkeys(a % len(out) for a in axes):
+        unit = channel_unit(op) if axis == 1 else 1
+        room = sizes[axis] // unit
+        if wanted <= 1 or axis not in allowed or room < 2:
+            continue
+        counts[axis] = min(wanted, room)
+        wanted = -(-wanted // counts[axis])
+    if not counts:
         return [part]
     need = NEEDS[op.kind.name if isinstance(op, LayerOp) else ""]
-    unit = channel_unit(op) if axis == 1 else 1
-    if sizes[axis] // unit < 2:
-        return [part]
+    boxes = [out]
+    for axis, pieces in counts.items():
+        unit = channel_unit(op) if axis == 1 else 1
+        boxes = [with_axis(b, axis, span) for b in boxes for span in aligned_spans(*b[axis], pieces, unit)]
     steps = []
-    for span in aligned_spans(*out[axis], min(count, sizes[axis] // unit), unit):
-        box = with_axis(out, axis, span)
+    for box in boxes:
         ins, attrs = need(op, box)
         steps.append(Part((box,), ins, attrs, part.partial))
     return steps
@@ -429,6 +468,8 @@ def reduction_chunks(op: Operation, part: Part, budget: int, elem_bytes: int) ->
     sub-batch); weights that fit are fetched once and kept.
     """
     kind = op.kind.name if isinstance(op, LayerOp) else ""
+    if kind == "embedding":
+        return _table_chunks(part, budget, elem_bytes)
     if not budget or kind not in ("conv2d", "linear") or len(part.ins) < 2:
         return [part]
     dense = kind == "linear" or (_int(op, "groups", 1) == 1
@@ -448,6 +489,21 @@ def reduction_chunks(op: Operation, part: Part, budget: int, elem_bytes: int) ->
         attrs = dict(part.attrs) if k == 0 or not rest else {**part.attrs, "bias": BoolAttr(False)}
         chunks.append(Part(part.outs, ins, attrs, part.partial))
     return chunks
+
+
+def _table_chunks(part: Part, budget: int, elem_bytes: int) -> list[Part]:
+    """An embedding part whose table columns exceed ``budget`` bytes as chunks of the
+    table's rows: each looks up the ids in its rows (``row_offset``), zero for the others,
+    and the chunks add up to the lookup."""
+    ids, table = part.ins[0], part.ins[1]
+    if not budget or table is None or elem_bytes * volume(table) <= budget:
+        return [part]
+    rows = table[0]
+    count = min(rows[1] - rows[0], -(-elem_bytes * volume(table) // budget))
+    return [Part(part.outs, (ids, with_axis(table, 0, span)),
+                 {**part.attrs, "row_offset": IntAttr(span[0]), "vocab": IntAttr(span[1] - span[0])},
+                 part.partial)
+            for span in split_span(*rows, count)]
 
 
 def split_forward(op: LayerOp, span: tuple[int, int], batch: int, n: int,

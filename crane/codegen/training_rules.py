@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from crane.codegen.boxes import Box, extent, full, split_span, volume, with_axis
-from crane.codegen.rules import Part, mask_attrs, shape_of
+from crane.codegen.rules import Part, kept_prefix, mask_attrs, shape_of
 from crane.dialects.graph_grad import AccumulateOp, FillOp, GradOp, UpdateOp
 from crane.ir.attributes import Attribute, BoolAttr, DenseIntsAttr, IntAttr
 from crane.ir.core import Operation
@@ -417,7 +417,7 @@ def _softmax_space(op: Operation) -> Space:
 
 
 def _softmax_part(op: Operation, box: Box) -> Part:
-    return Part((box,), (box, box), {}, (False,))
+    return Part((box,), (box, box), mask_attrs(op, box), (False,))
 
 
 def _cross_entropy_space(op: Operation) -> Space:
@@ -434,16 +434,66 @@ def _cross_entropy_part(op: Operation, box: Box) -> Part:
 
 # ----- data movement: flatten, reshape, concat
 
-def _batch_space(op: Operation) -> Space:
+def _reshape_space(op: Operation) -> Space:
+    """``dX`` over the leading axes the reshape keeps (the rest whole)."""
     shape = shape_of(op.results[0])
-    return Space(shape, fixed=frozenset(range(1, len(shape))))
+    keep = kept_prefix(shape, shape_of(op.operands[0]))
+    return Space(shape, fixed=frozenset(range(keep, len(shape))))
 
 
 def _reshape_part(op: Operation, box: Box) -> Part:
-    """``dX`` of some samples: their rows of ``dY`` reshaped back (``X`` by shape)."""
+    """``dX`` over a box of the kept axes: that box of ``dY`` reshaped back (``X`` by shape)."""
     grad = shape_of(op.operands[0])
-    g_box = ((box[0], *full(grad[1:])))
+    keep = kept_prefix(shape_of(op.results[0]), grad)
+    g_box = (*box[:keep], *full(grad[keep:]))
     return Part((box,), (g_box, None), shape_only({1: extent(box)}), (False,))
+
+
+def _transpose_part(op: Operation, box: Box) -> Part:
+    """``dX`` over ``box``: the permuted box of ``dY`` (``X`` by shape)."""
+    perm = _ints(op, "perm")
+    g_box = tuple(box[p] for p in perm)
+    return Part((box,), (g_box, None), shape_only({1: extent(box)}), (False,))
+
+
+def _slice_space(op: Operation) -> Space:
+    shape = shape_of(op.results[0])
+    return Space(shape, fixed=frozenset({_int(op, "axis") % len(shape)}))
+
+
+def _slice_part(op: Operation, box: Box) -> Part:
+    """``dX`` over ``box`` (the sliced axis whole): ``dY`` zero-padded back."""
+    axis = _int(op, "axis") % len(box)
+    g_box = with_axis(box, axis, (0, shape_of(op.operands[0])[axis]))
+    return Part((box,), (g_box, None), shape_only({1: extent(box)}), (False,))
+
+
+def _matmul_space(op: Operation) -> Space:
+    """(*batch, M, N, K): ``dA`` sums over N, ``dB`` over M; batch axes are parallel when
+    both operands have them all (else the broadcast one's gradient sums over them)."""
+    a, b = shape_of(op.operands[1]), shape_of(op.operands[2])
+    grad = shape_of(op.operands[0])
+    batch = grad[:-2]
+    full_batch = a[:-2] == batch and b[:-2] == batch
+    k = a[-1]
+    fixed = frozenset() if full_batch else frozenset(range(len(batch)))
+    return Space((*grad, k), frozenset({len(batch), len(batch) + 1}), fixed)
+
+
+def _matmul_part(op: Operation, box: Box) -> Part:
+    """``dA = dY B^T`` over (batch, m, k) and ``dB = A^T dY`` over (batch, k, n) from the
+    box (batch, m, n, k): partial over n and over m respectively."""
+    assert isinstance(op, GradOp)
+    lead, (m, n, k) = box[:-3], box[-3:]
+    transposed = _flag(op, "transpose_b")
+    space = _matmul_space(op)
+    a_box: Box = (*lead, m, k)
+    b_box: Box = (*lead, n, k) if transposed else (*lead, k, n)
+    wrt = op.wrt or (0, 1)
+    outs = tuple(a_box if i == 0 else b_box for i in wrt)
+    partial = tuple(_partial(box, space, [len(lead) + 1]) if i == 0 else _partial(box, space, [len(lead)])
+                    for i in wrt)
+    return Part(outs, ((*lead, m, n), a_box, b_box), {}, partial)
 
 
 def _concat_space(op: Operation) -> Space:
@@ -475,8 +525,8 @@ def _embedding_space(op: Operation) -> Space:
 def _embedding_part(op: Operation, box: Box) -> Part:
     """Rows ``vocab`` x columns ``dim`` of the table gradient from the tokens ``box[2:]``."""
     vocab, dim, tokens = box[0], box[1], box[2:]
-    attrs = {"row_offset": IntAttr(vocab[0]),
-             **shape_only({2: (vocab[1] - vocab[0], dim[1] - dim[0])})}
+    attrs = {"row_offset": IntAttr(vocab[0]), "vocab": IntAttr(vocab[1] - vocab[0]),
+             "dim": IntAttr(dim[1] - dim[0]), **shape_only({2: (vocab[1] - vocab[0], dim[1] - dim[0])})}
     partial = _partial(box, _embedding_space(op), range(2, len(box)))
     return Part(((vocab, dim),), ((*tokens, dim), tokens, None), attrs, (partial,))
 
@@ -497,8 +547,11 @@ RULES: Mapping[str, TrainingRule] = {
     "batchnorm_grad_input": TrainingRule(_channel_space, _batchnorm_part),
     "batchnorm_grad_weight": TrainingRule(_channel_space, _batchnorm_part),
     "cross_entropy_grad_input": TrainingRule(_cross_entropy_space, _cross_entropy_part),
-    "flatten_grad_input": TrainingRule(_batch_space, _reshape_part),
-    "reshape_grad_input": TrainingRule(_batch_space, _reshape_part),
+    "flatten_grad_input": TrainingRule(_reshape_space, _reshape_part),
+    "reshape_grad_input": TrainingRule(_reshape_space, _reshape_part),
+    "transpose_grad_input": TrainingRule(_result_space, _transpose_part),
+    "slice_grad_input": TrainingRule(_slice_space, _slice_part),
+    "matmul_grad_input": TrainingRule(_matmul_space, _matmul_part),
     "concat_grad_input": TrainingRule(_concat_space, _concat_part),
     "embedding_grad_weight": TrainingRule(_embedding_space, _embedding_part),
 }

@@ -22,6 +22,7 @@ from crane.exec.forward import (
     conv_args,
     dropout_keep,
     pool_args,
+    softmax_probs,
 )
 
 Array = np.ndarray
@@ -140,7 +141,8 @@ GRAD_INPUT: Mapping[str, Rule] = {
     "silu": _unary(K.silu_backward),
     "sigmoid": _unary(K.sigmoid_backward),
     "tanh": _unary(K.tanh_backward),
-    "softmax": lambda c, g: [K.softmax_backward(g, K.softmax_forward(c.inputs[0], axis=c.integer("axis")), axis=c.integer("axis"))],
+    "softmax": lambda c, g: [K.softmax_backward(g, softmax_probs(c, c.inputs[0]), axis=c.integer("axis"))
+                             * c.number("scale", 1.0)],
     "add": lambda c, g: list(K.add_backward(g, c.inputs[0].shape, c.inputs[1].shape)),
     "mul": lambda c, g: list(K.mul_backward(g, *c.inputs)),
     "concat": _concat,

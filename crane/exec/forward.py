@@ -119,6 +119,24 @@ def _embedding(c: Call) -> Array:
     return K.embedding_rows_forward(c.weights[0], ids, c.integer(ROW_OFFSET))
 
 
+QUERY_OFFSET = "query_offset"
+"""Attribute of a causal softmax (or its gradient) run on some rows: the first row's
+query index (its mask needs the rows' place in the whole)."""
+
+
+def softmax_probs(c: Call, x: Array) -> Array:
+    """Softmax of ``scale * x`` along ``axis``, causally masked when asked (query ``i``
+    keeps keys ``j <= i``; ``query_offset`` places a box's rows)."""
+    scale = c.number("scale", 1.0)
+    scores = x * scale if scale != 1.0 else x
+    if c.flag("causal"):
+        first = c.integer(QUERY_OFFSET) if QUERY_OFFSET in c.attrs else 0
+        rows, keys = x.shape[-2], x.shape[-1]
+        keep = np.arange(keys)[None, :] <= np.arange(first, first + rows)[:, None]
+        scores = np.where(keep, scores, -np.inf)
+    return K.softmax_forward(scores, axis=c.integer("axis"))
+
+
 def _dropout(c: Call) -> Array:
     x = c.inputs[0]
     if not c.training or c.number("rate") == 0.0:
@@ -166,7 +184,7 @@ FORWARD: Mapping[str, Rule] = {
     "silu": lambda c: K.silu_forward(c.inputs[0]),
     "sigmoid": lambda c: K.sigmoid_forward(c.inputs[0]),
     "tanh": lambda c: K.tanh_forward(c.inputs[0]),
-    "softmax": lambda c: K.softmax_forward(c.inputs[0], axis=c.integer("axis")),
+    "softmax": lambda c: softmax_probs(c, c.inputs[0]),
     "add": lambda c: K.add_forward(*c.inputs),
     "mul": lambda c: K.mul_forward(*c.inputs),
     "concat": lambda c: K.concat_forward(list(c.inputs), c.integer("axis")),

@@ -261,8 +261,14 @@ def _kinds() -> tuple[LayerKind, ...]:
         ),
         *unary,
         LayerKind(
-            "softmax", "softmax along one axis", x,
-            (_p("axis", ParamType.INT, -1, "axis to normalise"),),
+            "softmax", "softmax along one axis, of scale * x (and causally masked)", x,
+            (
+                _p("axis", ParamType.INT, -1, "axis to normalise"),
+                _p("scale", ParamType.FLOAT, 1.0, "factor applied to the input first"),
+                _p("causal", ParamType.BOOL, False,
+                   "over the last axis of a (..., queries, keys) input: key j is masked for "
+                   "query i when j > i (as attention's causal mask)"),
+            ),
             rule.softmax, rule.no_weights, cost.zero, cost.per_output("softmax"),
         ),
         LayerKind("add", "elementwise a + b with numpy broadcasting", ("a", "b"), (),

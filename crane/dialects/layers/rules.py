@@ -244,6 +244,9 @@ def layernorm_weights(ins: tuple[Shape, ...], attrs: Attrs) -> Weights:
 
 def softmax(ins: tuple[Shape, ...], attrs: Attrs) -> Resolved:
     axis = _axis("softmax", ins[0], get_int(attrs, "axis"))
+    if attrs.get("causal") and (len(ins[0]) < 2 or axis != len(ins[0]) - 1):
+        raise ShapeError("a causal softmax normalises the last axis of a (..., queries, keys) "
+                         "input", "causal")
     return ins[0], {**attrs, "axis": axis}
 
 

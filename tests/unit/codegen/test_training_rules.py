@@ -15,6 +15,7 @@ from crane.dialects import default_context
 from crane.dialects.graph import FuncOp, ReturnOp, from_attribute
 from crane.dialects.graph_grad import GradOp
 from crane.exec.evaluate import evaluate
+from crane.expand import expand_attention
 from crane.exec.interpreter import _bind, _Machine, _run_located
 from crane.ir.core import Operation
 from crane.tools.inputs import translate
@@ -35,12 +36,13 @@ network rules {
   p = flatten(global_avg_pool(h));
   q = flatten(f);
   r = linear(concat(p, q, axis=1), out=7);
-  t = embedding(tokens, vocab=11, dim=7);
-  u = layernorm(add(t, gelu(t)));
+  t = embedding(tokens, vocab=11, dim=8);
+  u = attention(layernorm(add(t, gelu(t))), heads=2, causal=true);
   v = softmax(linear(u, out=7), axis=-1);
+  first = linear(flatten(slice(u, axis=1, start=1, stop=3)), out=7);
   w = linear(flatten(v), out=7);
   s = linear(p, out=1);
-  logits = add(add(r, w), mul(r, s));
+  logits = add(add(add(r, w), mul(r, s)), first);
   output logits;
   train { loss cross_entropy(logits, labels); optimizer adam(lr=0.01); }
 }
@@ -50,6 +52,7 @@ network rules {
 def _training_step() -> FuncOp:
     module = translate("crn", NETWORK, "rules.crn", default_context())
     func = next(op for op in module.walk() if isinstance(op, FuncOp))
+    expand_attention(func)
     config = resolve_training(func.attributes.get("training"), "", "", {}, 1)
     assert config is not None
     expand_training_step(func, config)
@@ -136,7 +139,8 @@ def test_every_rule_kind_of_the_network_is_covered() -> None:
             "layernorm_grad_weight", "softmax_grad_input", "cross_entropy_grad_input", "concat_grad_input",
             "flatten_grad_input", "embedding_grad_weight", "add_grad_input", "mul_grad_input",
             "dropout_grad_input", "relu_grad_input", "gelu_grad_input", "adam", "accumulate",
-            "batchnorm_grad_input", "batchnorm_grad_weight"} <= names
+            "batchnorm_grad_input", "batchnorm_grad_weight", "matmul_grad_input",
+            "transpose_grad_input", "reshape_grad_input", "slice_grad_input"} <= names
 
 
 def test_tiles_and_steps_cover_the_space() -> None:
