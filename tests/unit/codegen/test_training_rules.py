@@ -15,8 +15,8 @@ from crane.dialects import default_context
 from crane.dialects.graph import FuncOp, ReturnOp, from_attribute
 from crane.dialects.graph_grad import GradOp
 from crane.exec.evaluate import evaluate
-from crane.expand import expand_attention
 from crane.exec.interpreter import _bind, _Machine, _run_located
+from crane.expand import expand_attention
 from crane.ir.core import Operation
 from crane.tools.inputs import translate
 
