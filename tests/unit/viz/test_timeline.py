@@ -19,6 +19,7 @@ def test_state_latencies_add_up_to_evaluate() -> None:
     module = compiled("segment")
     target = Machine.edge()
     loads = workloads(module, target)
+    assert schedules(module) and all(s.blocks for s in schedules(module))
     for schedule in schedules(module):
         for op in schedule.blocks:
             plan = block_plan(op, loads[schedule.func_name], target)
