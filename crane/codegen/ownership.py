@@ -25,12 +25,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from crane.cost.workload import Dims
 from crane.dialects.graph import FuncOp, LayerOp, ReturnOp, WeightOp
 from crane.dialects.graph_batch import graph_batch
 from crane.dialects.graph_grad import AccumulateOp, FillOp, GradOp, OptimizerStateOp, UpdateOp
 from crane.ir.core import Operation, Value
 from crane.schedule.from_graph import _Builder
-from crane.schedule.workload import Dims
 
 
 class CodegenError(Exception):

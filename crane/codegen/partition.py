@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from crane.codegen.boxes import Box, extent, split_span, with_axis
 from crane.cost.utilisation import Partition, preferred_partition
-from crane.schedule.workload import Dims
+from crane.cost.workload import Dims
 
 AXES: dict[int, tuple[int | None, int | None, int | None, int | None]] = {
     4: (0, 1, 2, 3), 3: (0, 2, 1, None), 2: (0, 1, None, None)}

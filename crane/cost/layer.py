@@ -21,8 +21,8 @@ from functools import lru_cache
 from crane.cost.placement import Mesh, Region, dram_hops
 from crane.cost.traffic import Traffic, traffic_energy
 from crane.cost.utilisation import Partition, best_partition, preferred_partition
+from crane.cost.workload import GEMM_KINDS, LayerWork
 from crane.hardware.machine import Machine
-from crane.schedule.workload import GEMM_KINDS, LayerWork
 
 WEIGHT_SRAM_SHARE = 0.5
 SCATTER_BYTES = 16 * 1024

@@ -291,6 +291,16 @@ UPDATE_OPS: Mapping[str, type[UpdateOp]] = {
 }
 """Optimizer name -> update op class; ``states`` names the state tensors it threads."""
 
+TRAINING_STEP_ATTR = "training_step"
+"""Function attribute of a training step (``autodiff`` sets it): the optimizer and its
+hyper-parameters."""
+
+
+def is_training_step(func: Operation) -> bool:
+    """Whether ``func`` is a training step (``autodiff`` has expanded it)."""
+    return TRAINING_STEP_ATTR in func.attributes
+
+
 TRAINING_OPS: tuple[type[Operation], ...] = (
     *GRAD_INPUT_OPS.values(), *GRAD_WEIGHT_OPS.values(), FillOp, AccumulateOp, OptimizerStateOp,
     *UPDATE_OPS.values())

@@ -3,7 +3,7 @@
 A ``segment.schedule`` names the ``graph.func`` it schedules and holds one
 ``segment.block`` per block of the hierarchy, run one after another. A block covers a
 contiguous run of the workload's layers (``crane.schedule.from_graph``) and carries Crane's
-tables (``crane.schedule.tables``) flattened row-major, states by columns::
+tables (``crane.dialects.segment_tables``) flattened row-major, states by columns::
 
     segment.schedule ({
       segment.block {layers = ["conv1", "conv2"], subbatch = 1, subbatches = 3,
@@ -17,7 +17,7 @@ tables (``crane.schedule.tables``) flattened row-major, states by columns::
 ``deps`` lists (producer, consumer) column pairs; ``tiles[i][j]`` is how many tiles column
 j gets in state i (the split that runs most of the state's sub-batches; 0 when inactive);
 ``fused[j]`` is 1 when column j's output stays in SRAM. The verifier re-checks every table
-constraint with ``crane.schedule.checks.check_tables`` and names the first violated one
+constraint with ``crane.dialects.segment_checks.check_tables`` and names the first violated one
 with its block, state and column (0-based).
 
 Training schedules add backward blocks, marked by the optional ``phase`` attribute
@@ -54,6 +54,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from crane.dialects.hw import machine_of
+from crane.dialects.segment_checks import Violation, check_tables
+from crane.dialects.segment_tables import MeT, ScT, Tables, grid, is_active
 from crane.ir.attributes import (
     ArrayAttr,
     Attribute,
@@ -68,8 +70,6 @@ from crane.ir.core import Block, Operation, Region, VerifyError
 from crane.ir.location import UNKNOWN, Location
 from crane.ir.opspec import Attr, OpSpec
 from crane.ir.traits import HasParent, NoTerminator, SingleBlock
-from crane.schedule.checks import Violation, check_tables
-from crane.schedule.tables import MeT, ScT, Tables, grid, is_active
 
 TILES_INACTIVE = "Tiles.inactive_column"
 TILES_MISSING = "Tiles.active_column"
@@ -207,7 +207,7 @@ class BlockOp(Operation):
         return _float(self, "energy_pj")
 
     def tables(self) -> Tables:
-        """The block's tables as ``crane.schedule.tables`` objects (after ``verify_layout``)."""
+        """The block's tables as ``crane.dialects.segment_tables`` objects (after ``verify_layout``)."""
         n = len(self.layer_names)
         flat = _ints(self, "deps")
         deps = tuple((flat[k], flat[k + 1]) for k in range(0, len(flat) - 1, 2))

@@ -71,7 +71,7 @@ LAYER_KINDS = frozenset({
 """Layer kinds (``crane.dialects.layers.kinds.LAYER_KINDS``; a unit test keeps them equal).
 Spelled out so that highlighting imports nothing of the compiler."""
 OPTIMIZERS = frozenset({"sgd", "momentum", "adam"})
-"""Optimizers of a ``train`` section (``crane.frontend.optimizers.OPTIMIZERS``)."""
+"""Optimizers of a ``train`` section (``crane.dialects.optimizers.OPTIMIZERS``)."""
 DTYPES = frozenset({"f32", "bf16", "f16", "int8", "int32", "int64"})
 """Element types of inputs (``crane.dialects.layers.values.DTYPE_BYTES``)."""
 

@@ -17,12 +17,12 @@ from collections.abc import Sequence
 from crane.cost.layer import weights_fit
 from crane.cost.placement import Mesh
 from crane.cost.utilisation import best_partition
+from crane.cost.workload import Workload
+from crane.dialects.segment_tables import ScT, grid
 from crane.hardware.machine import Machine
 from crane.mapping.problem import BlockProblem, Flow, Grid
 from crane.schedule.block import Block, gradient_block
 from crane.schedule.evaluate import direct_take
-from crane.schedule.tables import ScT, grid
-from crane.schedule.workload import Workload
 
 
 def _ceil_div(a: int, b: int) -> int:

@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
+from crane.cost.workload import Workload
 from crane.dialects.hw import machine_of
 from crane.dialects.segment import BlockOp, ScheduleOp
 from crane.hardware.machine import Machine
@@ -21,7 +22,6 @@ from crane.mapping.search import search
 from crane.passes.context import PassContext
 from crane.passes.pass_base import Pass
 from crane.schedule.from_graph import workload_of
-from crane.schedule.workload import Workload
 
 
 def problem_of(block: BlockOp, machine: Machine, workload: Workload | None) -> BlockProblem:

@@ -10,6 +10,7 @@ from typing import Literal
 
 from crane.cost.bounds import lower_bounds
 from crane.cost.report import COST_ATTR, cost_attribute
+from crane.cost.workload import Workload
 from crane.dialects.graph_batch import graph_batch
 from crane.dialects.hw import machine_of
 from crane.dialects.segment import BlockOp, ScheduleOp
@@ -26,7 +27,6 @@ from crane.schedule.options import state_options
 from crane.schedule.policies import schedule
 from crane.schedule.search import BlockChoice, Schedule
 from crane.schedule.training import TrainingSchedule, schedule_training
-from crane.schedule.workload import Workload
 
 
 @cache

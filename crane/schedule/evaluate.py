@@ -25,6 +25,7 @@ from functools import lru_cache
 from crane.cost.layer import HELD_SHARE, WEIGHT_SRAM_SHARE
 from crane.cost.placement import Mesh, Region, link_share, mean_hops
 from crane.cost.traffic import Traffic, dram_cycles, noc_time, traffic_energy
+from crane.dialects.segment_tables import MeT, ScT, Tables, grid, is_active, num_states
 from crane.hardware.machine import Machine
 from crane.schedule.block import Block
 from crane.schedule.options import (
@@ -36,7 +37,6 @@ from crane.schedule.options import (
     sram_share,
     state_options,
 )
-from crane.schedule.tables import MeT, ScT, Tables, grid, is_active, num_states
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,14 +28,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from crane.cost.workload import Dims, LayerWork, Workload
 from crane.dialects.graph import LayerOp, WeightOp
 from crane.dialects.graph_batch import graph_batch
-from crane.dialects.graph_grad import AccumulateOp, FillOp, GradOp, OptimizerStateOp, UpdateOp
+from crane.dialects.graph_grad import (
+    AccumulateOp,
+    FillOp,
+    GradOp,
+    OptimizerStateOp,
+    UpdateOp,
+    is_training_step,
+)
 from crane.dialects.layers.values import numel
 from crane.ir.attributes import StringAttr
 from crane.ir.core import Operation, Value
 from crane.ir.types import TensorType
-from crane.schedule.workload import Dims, LayerWork, Workload
 
 GEMM_OPS = {"conv2d": "conv", "linear": "fc", "matmul": "matmul"}
 POOL_OPS = frozenset({"max_pool2d", "avg_pool2d", "global_avg_pool"})
@@ -75,7 +82,7 @@ class _Layer:
 
 def trains(func: Operation) -> bool:
     """Whether a ``graph.func`` is trained: it has a training section or is a training step."""
-    return "training" in func.attributes or "training_step" in func.attributes
+    return "training" in func.attributes or is_training_step(func)
 
 
 def _shape(value: Value) -> tuple[int, ...]:

@@ -21,10 +21,10 @@ from functools import lru_cache
 from crane.cost.layer import layer_cost, min_tiles, step_cycles, weight_spread_cycles
 from crane.cost.placement import Mesh, Region, dram_hops, link_share, mean_hops, split_regions
 from crane.cost.traffic import Traffic, dram_cycles, link_cycles, noc_time, traffic_energy
+from crane.cost.workload import LayerWork
+from crane.dialects.segment_tables import active_columns
 from crane.hardware.machine import Machine
 from crane.schedule.block import Block
-from crane.schedule.tables import active_columns
-from crane.schedule.workload import LayerWork
 
 SPLITS = ("balanced", "flops")
 

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from crane.cost.workload import Workload
 from crane.dialects.graph import LayerOp, NamedTensorOp
 from crane.dialects.segment import BlockOp, ScheduleOp
 from crane.ir.attributes import DenseIntsAttr, IntAttr, StringAttr
 from crane.ir.core import Operation, Value
 from crane.ir.types import TensorType
 from crane.mapping.from_schedule import GRAD_SUFFIX
-from crane.schedule.workload import Workload
 from crane.viz.dot import DotCluster, DotEdge, DotGraph, DotNode
 from crane.viz.figure import block_colour
 from crane.viz.source import (

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from crane.alloc.liveness import live_ranges, peak_pressure
 from crane.alloc.programs import program_buffers
+from crane.cost.workload import Workload
 from crane.dialects.segment import BlockOp
 from crane.dialects.tile import AllocOp, LoadOp, ProgramOp, StoreOp
 from crane.dialects.tile_sync import SendOp
@@ -39,7 +40,6 @@ from crane.ir.core import Operation, Value
 from crane.mapping.from_schedule import block_of, block_problem
 from crane.mapping.problem import BlockProblem
 from crane.schedule.block import Block
-from crane.schedule.workload import Workload
 from crane.viz.source import PictureError, machine, programs, schedules, workloads
 
 Link = tuple[int, int]

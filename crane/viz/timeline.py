@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from crane.cost.workload import Workload
 from crane.dialects.segment import BlockOp
 from crane.hardware.machine import Machine
 from crane.ir.attributes import DenseIntsAttr, FloatAttr, IntAttr
@@ -35,7 +36,6 @@ from crane.schedule.block import Block
 from crane.schedule.evaluate import Plan, state_cost, state_latencies
 from crane.schedule.from_graph import trains
 from crane.schedule.options import StateOption, state_options
-from crane.schedule.workload import Workload
 from crane.viz.source import (
     PictureError,
     func_name,

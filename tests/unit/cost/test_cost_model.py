@@ -163,7 +163,7 @@ def test_a_columns_tiles_hold_its_working_set() -> None:
 def test_channel_wise_layers_read_only_their_channels() -> None:
     from crane.cost.layer import input_readers
     from crane.cost.utilisation import Partition
-    from crane.schedule.workload import Dims, LayerWork
+    from crane.cost.workload import Dims, LayerWork
 
     split = Partition(1, 4, 1, 1, 1.0)
     conv = LayerWork.make("c", "conv", macs=1, vector_ops=0, weight_bytes=1, output_bytes=1,
@@ -178,7 +178,7 @@ def test_channel_wise_layers_read_only_their_channels() -> None:
 def test_shared_boxes_spread_in_slabs_and_weights_take_a_tree() -> None:
     from crane.cost.layer import SCATTER_BYTES, scatter_slabs, weight_spread_cycles
     from crane.cost.utilisation import Partition
-    from crane.schedule.workload import Dims, LayerWork
+    from crane.cost.workload import Dims, LayerWork
 
     assert scatter_slabs(2, 10 * SCATTER_BYTES, 64) == 1           # too few readers
     assert scatter_slabs(16, SCATTER_BYTES // 2, 64) == 1          # too small
