@@ -168,8 +168,8 @@ def expand_training_step(func: FuncOp, config: TrainingConfig) -> int:
     terminator = ops[-1]
     forward = ops[:-1] if isinstance(terminator, ReturnOp) else ops
     for index, op in enumerate(forward):
-        if isinstance(op, LayerOp) and op.kind.name == "dropout" and "key" not in op.attributes:
-            op.attributes["key"] = StringAttr(op.results[0].name_hint or f"dropout{index}")
+        if isinstance(op, LayerOp) and op.kind.is_random and "key" not in op.attributes:
+            op.attributes["key"] = StringAttr(op.results[0].name_hint or f"{op.kind.name}{index}")
     body: list[Operation] = []
     grads = _backward(forward, loss, body)
     new_weights: list[Value] = []

@@ -48,6 +48,7 @@ from crane.codegen.rules import (
 from crane.codegen.statistics import Statistics, batch_statistics
 from crane.dialects.graph import LayerOp
 from crane.dialects.graph_grad import GradOp
+from crane.dialects.layers.definition import Lowering
 from crane.ir.core import Operation, Value
 
 
@@ -223,8 +224,8 @@ class Emitter(Statistics):
         the chain needs."""
         if not isinstance(op, LayerOp) or len(op.results) != 1 or not ins or ins[0] is None:
             return None
-        elementwise = op.kind.name in ELEMENTWISE or (op.kind.name == "batchnorm"
-                                                      and running_statistics(op))
+        elementwise = op.kind.lowering in ELEMENTWISE or (
+            op.kind.lowering is Lowering.CHANNEL_NORM and running_statistics(op))
         source, buffer = op.operands[0], ins[0]
         if not elementwise or buffer.shape != extent(part.outs[0]) or any(
                 True for user in source.users() if user is not op):
@@ -242,8 +243,8 @@ class Emitter(Statistics):
         """The parts of a forward op: a layer's main op as the cost model splits it, ops
         merged into it on its pieces, the rest by the split rules."""
         tiles = item.home.tiles
-        follows = op.kind.name in ELEMENTWISE or (op.kind.name == "batchnorm"
-                                                  and running_statistics(op))
+        follows = op.kind.lowering in ELEMENTWISE or (
+            op.kind.lowering is Lowering.CHANNEL_NORM and running_statistics(op))
         inherited = self._inherit(op, item) if follows else None
         if inherited:
             return inherited
@@ -256,7 +257,7 @@ class Emitter(Statistics):
 
     def _partitioned(self, op: LayerOp, item: Item) -> list[tuple[int, Part]] | None:
         anchors, dims = self.ctx.anchors, self.ctx.dims
-        if anchors is None or dims is None or op.kind.name not in PARTITIONED:
+        if anchors is None or dims is None or op.kind.lowering not in PARTITIONED:
             return None
         layer = anchors.get(op)
         if layer is None or layer not in dims or not item.home.tiles:
@@ -268,7 +269,7 @@ class Emitter(Statistics):
         boxes = partition_boxes(out, layer_partition(dims[layer], sub, len(item.home.tiles)))
         if boxes is None:
             return None
-        need = NEEDS[op.kind.name]
+        need = NEEDS[op.kind.lowering]
         parts = []
         for tile, box in zip(item.home.tiles, boxes, strict=False):
             ins, attrs = need(op, box)
@@ -284,7 +285,7 @@ class Emitter(Statistics):
                 and p.buffer.tile in item.home.tiles and intersect(p.box, out) == p.box]
         if not mine or sum(volume(p.box) for p in mine) != volume(out):
             return None
-        need = NEEDS[op.kind.name]
+        need = NEEDS[op.kind.lowering]
         return [(p.buffer.tile, Part((p.box,), need(op, p.box)[0], {}, (False,))) for p in mine]
 
     # ----- phases

@@ -17,14 +17,15 @@ from __future__ import annotations
 from crane.codegen.boxes import Box, extent, split_span, with_axis
 from crane.cost.utilisation import Partition, preferred_partition
 from crane.cost.workload import Dims
+from crane.dialects.layers.definition import Lowering
 
 AXES: dict[int, tuple[int | None, int | None, int | None, int | None]] = {
     4: (0, 1, 2, 3), 3: (0, 2, 1, None), 2: (0, 1, None, None)}
 """Output rank -> the axes of the (batch, K, H, W) factors (None: no such axis)."""
 
-PARTITIONED = frozenset({"conv2d", "max_pool2d", "avg_pool2d", "global_avg_pool", "linear",
-                         "add", "mul", "relu", "gelu", "silu", "sigmoid", "tanh"})
-"""Layer kinds whose parts may be any box of the output (their operand rules allow it)."""
+PARTITIONED = frozenset({Lowering.CONV, Lowering.POOL, Lowering.GLOBAL_POOL, Lowering.LINEAR,
+                         Lowering.UNARY, Lowering.BINARY})
+"""Lowering classes whose parts may be any box of the output (their operand rules allow it)."""
 
 
 def layer_partition(dims: Dims, subbatch: int, tiles: int) -> Partition:

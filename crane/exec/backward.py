@@ -15,6 +15,7 @@ import numpy as np
 
 from crane.exec import kernels as K
 from crane.exec.forward import Call, attention_call, conv_args, dropout_keep, pool_args
+from crane.exec.kernels.activation import ACTIVATIONS
 
 Array = np.ndarray
 Grads = list[Array | None]
@@ -119,11 +120,7 @@ GRAD_INPUT: Mapping[str, Rule] = {
     "matmul": _matmul,
     "batchnorm": lambda c, g: [_norm(c, g)[0]],
     "layernorm": lambda c, g: [_norm(c, g)[0]],
-    "relu": _unary(K.relu_backward),
-    "gelu": _unary(K.gelu_backward),
-    "silu": _unary(K.silu_backward),
-    "sigmoid": _unary(K.sigmoid_backward),
-    "tanh": _unary(K.tanh_backward),
+    **{name: _unary(kernels.backward) for name, kernels in ACTIVATIONS.items()},
     "softmax": lambda c, g: [K.softmax_backward(g, K.softmax_forward(c.inputs[0], axis=c.integer("axis")), axis=c.integer("axis"))],
     "add": lambda c, g: list(K.add_backward(g, c.inputs[0].shape, c.inputs[1].shape)),
     "mul": lambda c, g: list(K.mul_backward(g, *c.inputs)),

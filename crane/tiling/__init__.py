@@ -14,7 +14,7 @@ from crane.tiling.execute import (
     untiled_backward,
     untiled_forward,
 )
-from crane.tiling.layers import Layer, LayerKind, Window, darknet19_trunk, vgg16_trunk
+from crane.tiling.layers import Layer, SpatialOp, Window, darknet19_trunk, vgg16_trunk
 from crane.tiling.memory import CostModel, MemoryModel
 from crane.tiling.plan import NoPlanFitsError, Plan, Planner
 from crane.tiling.regions import (
@@ -35,7 +35,7 @@ __all__ = [
     "CostModel",
     "Interval",
     "Layer",
-    "LayerKind",
+    "SpatialOp",
     "MemoryModel",
     "NoPlanFitsError",
     "OpRegion",

@@ -22,7 +22,7 @@ import numpy as np
 
 from crane.exec.kernels._types import Array
 from crane.tiling.execute import Params, layer_backward, layer_forward
-from crane.tiling.layers import Layer, LayerKind, Pad4, Pair
+from crane.tiling.layers import Layer, Pad4, Pair, SpatialOp
 from crane.tiling.regions import Interval, Region, op_region, split_axis, split_grid
 
 
@@ -64,7 +64,7 @@ def split_layer(layer: Layer, batch: int, in_hw: Pair, cores: int, dim: SplitDim
             for k, part in enumerate(parts)
         )
     if dim is SplitDim.CHANNEL:
-        dense = layer.kind is LayerKind.CONV
+        dense = layer.kind is SpatialOp.CONV
         return tuple(
             CoreWork(k, Interval.full(batch), part, full_out, all_in if dense else part, whole.input, whole.padding)
             for k, part in enumerate(split_axis(layer.out_channels, cores))

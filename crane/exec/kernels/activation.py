@@ -4,7 +4,13 @@ Every ``*_backward(grad_out, x)`` takes the forward *input* ``x`` and returns
 ``grad_out * f'(x)`` with the shape of ``x``. Sigmoid and tanh also offer
 ``*_backward_from_output(grad_out, out)``, which is cheaper when the forward
 output is saved instead of the input.
+
+:data:`ACTIVATIONS` registers the forward and backward kernel of every activation layer kind
+(``crane.dialects.layers.activations``) by name; the reference interpreter runs them.
 """
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -90,3 +96,22 @@ def gelu_backward(grad_out: Array, x: Array, *, approximate: bool = False) -> Ar
 
 def _tanh_arg(x: Array) -> Array:
     return _SQRT_2_OVER_PI * (x + _GELU_CUBIC * x * x * x)
+
+
+@dataclass(frozen=True, slots=True)
+class Activation:
+    """The kernels of one activation layer kind."""
+
+    forward: Callable[[Array], Array]
+    backward: Callable[[Array, Array], Array]
+    """``backward(grad_out, x)``: the gradient of the forward input."""
+
+
+ACTIVATIONS: Mapping[str, Activation] = {
+    "relu": Activation(relu_forward, relu_backward),
+    "gelu": Activation(gelu_forward, gelu_backward),
+    "silu": Activation(silu_forward, silu_backward),
+    "sigmoid": Activation(sigmoid_forward, sigmoid_backward),
+    "tanh": Activation(tanh_forward, tanh_backward),
+}
+"""Activation layer kind -> its kernels."""

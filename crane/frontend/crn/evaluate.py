@@ -7,15 +7,8 @@ block is delegated to :mod:`crane.frontend.crn.statements`, which runs its body.
 
 from __future__ import annotations
 
-from crane.dialects.layers.kinds import (
-    DEFAULT_ATTRS,
-    INFERENCE,
-    LAYER_KINDS,
-    LayerKind,
-    Param,
-    ParamError,
-    coerce,
-)
+from crane.dialects.layers.definition import INFERENCE, LayerKind, Param, ParamError, coerce
+from crane.dialects.layers.kinds import DEFAULT_ATTRS, LAYER_KINDS
 from crane.dialects.layers.rules import ShapeError
 from crane.dialects.layers.values import did_you_mean
 from crane.frontend.crn import ast

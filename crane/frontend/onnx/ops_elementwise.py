@@ -1,7 +1,9 @@
 """Converters of activations, ``Softmax`` and the arithmetic ops.
 
-* ``Relu``, ``Sigmoid``, ``Tanh`` and ``Gelu`` (exact, erf-based; ``approximate="tanh"``
-  has no ``graph`` op) map one to one; ``Clip(min=0)`` without an upper bound is a ReLU.
+* the operators a layer kind declares it imports from one to one (``LayerKind.onnx``:
+  ``Relu``, ``Sigmoid``, ``Tanh``, ``Clip(min=0)`` without an upper bound as a ReLU ...) map
+  onto that kind when their attributes (or ``Clip``'s bounds) are the declared ones;
+  ``Gelu`` (exact, erf-based; ``approximate="tanh"`` has no ``graph`` op) too.
 * ``Softmax`` normalises one axis (opset >= 13); before opset 13 it normalised the
   flattened trailing axes, which is the same only when ``axis`` is the last one.
 * ``Add`` and ``Mul`` of two activations are ``graph.add`` / ``graph.mul``; a constant
@@ -16,14 +18,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
+from crane.dialects.layers.definition import OnnxOp
+from crane.dialects.layers.kinds import LAYER_KINDS
 from crane.frontend.onnx.ops_dense import fuse_linear_bias
 from crane.frontend.onnx.reader import Node
 from crane.frontend.onnx.state import GraphState, numpy_dtype, shape_of
 from crane.ir.core import Value
 
-UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh"}
+
+def _one_to_one() -> dict[str, list[tuple[OnnxOp, str]]]:
+    found: dict[str, list[tuple[OnnxOp, str]]] = {}
+    for kind in LAYER_KINDS.values():
+        for op in kind.onnx.ops:
+            found.setdefault(op.op_type, []).append((op, kind.name))
+    return found
+
+
+ONE_TO_ONE: Mapping[str, list[tuple[OnnxOp, str]]] = _one_to_one()
+"""ONNX operator -> the (declared import, layer kind) pairs the layer kinds declare."""
 
 
 def _x(g: GraphState, node: Node) -> Value:
@@ -32,8 +48,38 @@ def _x(g: GraphState, node: Node) -> Value:
     return x
 
 
-def unary(g: GraphState, node: Node) -> None:
-    g.bind(node.outputs[0], g.layer(node, UNARY[node.op_type], [_x(g, node)]))
+def one_to_one(g: GraphState, node: Node) -> None:
+    """A node some layer kind declares it imports from (see the module docstring)."""
+    declared = ONE_TO_ONE[node.op_type]
+    for op, kind in declared:
+        if _matches(g, node, op):
+            g.bind(node.outputs[0], g.layer(node, kind, [_x(g, node)]))
+            return
+    imports = ", ".join(f"{_written_as(op)} as {kind}" for op, kind in declared)
+    raise node.error(f"{_written(g, node, declared[0][0])} has no graph op; Crane imports {imports}")
+
+
+def _matches(g: GraphState, node: Node, op: OnnxOp) -> bool:
+    if op.clip is not None:
+        low, high = _bound(g, node, 1, "min"), _bound(g, node, 2, "max")
+        return (low, float("inf") if high is None else high) == op.clip
+    return all(abs(float(node.attrs.get(a.name, a.default)) - a.value) <= 1e-6
+               for a in op.attrs)
+
+
+def _written(g: GraphState, node: Node, like: OnnxOp) -> str:
+    """How the node reads, with the attributes the declarations look at."""
+    if like.clip is not None:
+        return f"Clip(min={_bound(g, node, 1, 'min')}, max={_bound(g, node, 2, 'max')})"
+    given = ", ".join(f"{a.name}={node.attrs.get(a.name, a.default)}" for a in like.attrs)
+    return f"{node.op_type}({given})"
+
+
+def _written_as(op: OnnxOp) -> str:
+    if op.clip is not None:
+        high = "" if op.clip[1] == float("inf") else f", max={op.clip[1]:g}"
+        return f"Clip(min={op.clip[0]:g}{high})"
+    return f"{op.op_type}(" + ", ".join(f"{a.name}={a.value:.4g}" for a in op.attrs) + ")"
 
 
 def gelu(g: GraphState, node: Node) -> None:
@@ -41,15 +87,6 @@ def gelu(g: GraphState, node: Node) -> None:
     if mode != "none":
         raise node.error(f"approximate='{mode}': Crane's gelu is the exact (erf) form")
     g.bind(node.outputs[0], g.layer(node, "gelu", [_x(g, node)]))
-
-
-def clip(g: GraphState, node: Node) -> None:
-    low = _bound(g, node, 1, "min")
-    high = _bound(g, node, 2, "max")
-    if low == 0.0 and (high is None or high == float("inf")):
-        g.bind(node.outputs[0], g.layer(node, "relu", [_x(g, node)]))
-        return
-    raise node.error(f"Clip(min={low}, max={high}) has no graph op; only Clip(min=0) (a ReLU) imports")
 
 
 def _bound(g: GraphState, node: Node, position: int, name: str) -> float | None:

@@ -11,6 +11,7 @@ from crane.codegen.rules import NEEDS, choose, footprint, shape_of, split_forwar
 from crane.codegen.to_ir import tile_ops
 from crane.dialects.graph import FuncOp, LayerOp, from_attribute
 from crane.dialects.graph_batch import graph_batch
+from crane.dialects.layers.kinds import LAYER_KINDS
 from crane.exec.tile_sim.check import check
 from crane.exec.tile_sim.functional import graph_func
 from crane.exec.tile_sim.timing_work import compute_work
@@ -50,7 +51,7 @@ def test_spatial_conv_parts_read_halos_and_pad_only_borders() -> None:
     assert all(p.ins[0] is not None and p.ins[0][1] == (0, 3) for p in parts)  # every input channel
     one = ((0, 1), (0, 16), (0, 16), (16, 32))
     from crane.codegen.rules import NEEDS
-    ins, attrs = NEEDS["conv2d"](conv, one)
+    ins, attrs = NEEDS[LAYER_KINDS["conv2d"].lowering](conv, one)
     assert ins[0][2:] == ((0, 17), (15, 32))
     padding = attrs["padding"]
     assert isinstance(padding, DenseIntsAttr) and tuple(padding) == (1, 0, 0, 1)
@@ -203,7 +204,7 @@ def test_kernels_too_big_for_their_sram_share_run_in_input_channel_chunks() -> N
     conv = next(o for o in _func("tiny_resnet").body.ops if isinstance(o, LayerOp)
                 and o.kind.name == "conv2d" and o.operands[1].type.shape == (32, 32, 3, 3))
     row = ((0, 1), (0, 32), (0, 1), (0, 16))  # one output row: a 9,216-byte kernel slice
-    ins, attrs = NEEDS["conv2d"](conv, row)
+    ins, attrs = NEEDS[LAYER_KINDS["conv2d"].lowering](conv, row)
     part = Part((row,), ins, attrs, (False,))
     assert reduction_chunks(conv, part, 10_000, 1) == [part]  # the kernel fits
     chunks = reduction_chunks(conv, part, 4_000, 1)
@@ -219,7 +220,7 @@ def test_a_channel_part_of_a_depthwise_conv_is_depthwise_over_its_own_channels()
                 and getattr(o.attributes.get("depthwise"), "value", False))
     n, c, h, w = shape_of(conv.results[0])
     part = ((0, n), (0, c // 2), (0, h), (0, w))
-    ins, attrs = NEEDS["conv2d"](conv, part)
+    ins, attrs = NEEDS[LAYER_KINDS["conv2d"].lowering](conv, part)
     assert ins[0][1] == (0, c // 2) and ins[1][0] == (0, c // 2)
     groups = attrs["groups"]
     assert isinstance(groups, IntAttr) and groups.value == c // 2
