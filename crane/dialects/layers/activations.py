@@ -13,6 +13,7 @@ from crane.dialects.layers.definition import (
     LayerKind,
     Lowering,
     Onnx,
+    OnnxAttr,
     OnnxOp,
     Tiling,
     Work,
@@ -36,5 +37,11 @@ KINDS = (
                                  "sigmoid and mul")),
     activation("sigmoid", "1 / (1 + exp(-x))", 4, Onnx.one_to_one(OnnxOp("Sigmoid"))),
     activation("tanh", "hyperbolic tangent", 4, Onnx.one_to_one(OnnxOp("Tanh"))),
+    activation("relu6", "min(max(x, 0), 6)", 2,
+               Onnx.one_to_one(OnnxOp("Clip", clip=(0.0, 6.0)))),
+    activation("hardsigmoid", "relu6(x + 3) / 6 (PyTorch's hardsigmoid)", 4,
+               Onnx.one_to_one(OnnxOp("HardSigmoid", (OnnxAttr("alpha", 1 / 6, 0.2),
+                                                      OnnxAttr("beta", 0.5, 0.5))))),
+    activation("hardswish", "x * relu6(x + 3) / 6", 5, Onnx.one_to_one(OnnxOp("HardSwish"))),
 )
 """The activations, in the order ``LAYER_KINDS`` lists them."""

@@ -27,7 +27,10 @@ NETWORKS = {
   a3 = silu(a2);
   a4 = sigmoid(a3);
   a5 = tanh(a4);
-  m = max_pool2d(a5, kernel=2);
+  a6 = relu6(a5);
+  a7 = hardsigmoid(a6);
+  a8 = hardswish(a7);
+  m = max_pool2d(a8, kernel=2);
   v = avg_pool2d(m, kernel=2);
   g = global_avg_pool(v);
   logits = linear(flatten(g), out=3);
