@@ -27,7 +27,7 @@ import pytest
 
 pytest.register_assert_rewrite(
     "codegen", "crn_testing", "dse_testing", "grad_cases", "ir_testing", "kernel_cases",
-    "kernel_testing", "onnx_testing", "tile_sim_testing", "tile_testing", "tiling_testing",
+    "kernel_testing", "onnx_testing", "spatial_tile_testing", "tile_sim_testing", "tiling_testing",
     "training_testing", "viz")
 
 CHECKING_CALLS = ("raises", "warns", "deprecated_call", "fail")

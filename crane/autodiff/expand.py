@@ -188,7 +188,7 @@ def expand_training_step(func: FuncOp, config: TrainingConfig) -> int:
     terminator.erase()
     func.body.append(body[-1])
     _retype(func, outputs, config)
-    # Patches marked for recomputation (the tile pass) are rebuilt inside backward.
+    # Patches marked for recomputation (the spatial-tile pass) are rebuilt inside backward.
     return len(body) + recompute_groups(func, forward)
 
 

@@ -38,10 +38,10 @@ from crane.codegen.rules import (
     ELEMENTWISE,
     NEEDS,
     Part,
+    forward_op_parts,
     reduction_chunks,
     running_statistics,
     shape_of,
-    split_forward,
     split_training,
     temporal_chunks,
 )
@@ -251,7 +251,7 @@ class Emitter(Statistics):
         planned = self._partitioned(op, item)
         if planned is not None:
             return planned
-        parts = split_forward(op, item.span, self.ctx.batch, len(tiles), self.ctx.training,
+        parts = forward_op_parts(op, item.span, self.ctx.batch, len(tiles), self.ctx.training,
                               self.ctx.budget, self.ctx.elem_bytes)
         return list(zip(tiles, parts, strict=False))
 
@@ -262,7 +262,7 @@ class Emitter(Statistics):
         layer = anchors.get(op)
         if layer is None or layer not in dims or not item.home.tiles:
             return None
-        out = split_forward(op, item.span, self.ctx.batch, 1, self.ctx.training)[0].outs[0]
+        out = forward_op_parts(op, item.span, self.ctx.batch, 1, self.ctx.training)[0].outs[0]
         sub = item.span[1] - item.span[0]
         if shape_of(op.results[0])[:1] != (self.ctx.batch,):
             return None
@@ -280,7 +280,7 @@ class Emitter(Statistics):
         source, result = op.operands[0], op.results[0]
         if shape_of(source) != shape_of(result):
             return None
-        out = split_forward(op, item.span, self.ctx.batch, 1, self.ctx.training)[0].outs[0]
+        out = forward_op_parts(op, item.span, self.ctx.batch, 1, self.ctx.training)[0].outs[0]
         mine = [p for p in self.pieces.get(source, ()) if p.phase == self.phase
                 and p.buffer.tile in item.home.tiles and intersect(p.box, out) == p.box]
         if not mine or sum(volume(p.box) for p in mine) != volume(out):

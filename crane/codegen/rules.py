@@ -1,6 +1,6 @@
 """How one graph op's work divides over tiles: the boxes each part reads and writes.
 
-:func:`split_op` divides an op's output (for one item: a batch span of the graph tensors)
+:func:`forward_op_parts` divides an op's output (for one item: a batch span of the graph tensors)
 over ``n`` tiles along the first dimension that gives every tile work, in the order the
 op allows: the batch, then the output channel, then space (conv-like ops take a
 rows x cols grid from :func:`crane.tiling.cores.spatial_grid`); when none reaches ``n``
@@ -420,7 +420,7 @@ def reduction_chunks(op: Operation, part: Part, budget: int, elem_bytes: int) ->
     return chunks
 
 
-def split_forward(op: LayerOp, span: tuple[int, int], batch: int, n: int,
+def forward_op_parts(op: LayerOp, span: tuple[int, int], batch: int, n: int,
                   training: bool, budget: int = 0, elem_bytes: int = 4) -> list[Part]:
     """The parts of a forward layer op over ``n`` tiles for the item over ``span``.
 

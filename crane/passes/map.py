@@ -98,7 +98,6 @@ class Map(Pass):
         body = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
         schedules = [s for s in (body.ops if body is not None else ()) if isinstance(s, ScheduleOp)]
         if not schedules:
-            ctx.mark_all_preserved()
             return
         machine = machine_of(op) or Machine.edge()
         workloads = _workloads(op, machine)

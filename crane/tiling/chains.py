@@ -1,4 +1,4 @@
-"""Find the spatial chains of a ``graph.func`` that the ``tile`` pass can split into patches.
+"""Find the spatial chains of a ``graph.func`` that the ``spatial-tile`` pass can split into patches.
 
 A *chain* is a path of layer ops, each feeding only the next one, along which every op maps
 an NCHW tensor to an NCHW tensor so that an output pixel depends on a bounded window of

@@ -33,7 +33,7 @@ import numpy as np
 from crane.exec.kernels import activation, conv, norm, pool
 from crane.exec.kernels._types import Array
 from crane.tiling.layers import Layer, Pad4, SpatialOp
-from crane.tiling.regions import OpRegion, Region, chain_regions, live_start, split_grid
+from crane.tiling.regions import OpRegion, Rect, chain_regions, live_start, split_grid
 
 Params = tuple[Array, ...]
 """Learnable tensors of one layer, in :meth:`Layer.param_shapes` order."""
@@ -164,7 +164,7 @@ def untiled_backward(
 
 
 def tiled_forward(
-    layers: Sequence[Layer], params: Sequence[Params], x: Array, grid: Sequence[Region]
+    layers: Sequence[Layer], params: Sequence[Params], x: Array, grid: Sequence[Rect]
 ) -> Array:
     """Fused-tiled forward of one segment: ``grid`` is a disjoint cover of the output plane."""
     in_hw = (x.shape[2], x.shape[3])
@@ -188,7 +188,7 @@ def tiled_backward(
     layers: Sequence[Layer],
     params: Sequence[Params],
     x: Array,
-    grid: Sequence[Region],
+    grid: Sequence[Rect],
     grad_y: Array,
 ) -> tuple[Array, list[Params]]:
     """Per tile: recompute the forward from ``x``, back-propagate the tile's output gradient.
@@ -214,7 +214,7 @@ def tiled_backward(
     return grad_x, [tuple(t) for t in totals]
 
 
-def segment_grid(layers: Sequence[Layer], in_hw: tuple[int, int], segment: Segment) -> tuple[Region, ...]:
+def segment_grid(layers: Sequence[Layer], in_hw: tuple[int, int], segment: Segment) -> tuple[Rect, ...]:
     """The segment's output plane split into its ``rows`` x ``cols`` grid (uneven parts allowed)."""
     out_hw = _out_hw(layers[segment.start : segment.stop], in_hw)
     return split_grid(out_hw[0], out_hw[1], segment.rows, segment.cols)
@@ -273,7 +273,7 @@ def _out_hw(layers: Sequence[Layer], in_hw: tuple[int, int]) -> tuple[int, int]:
     return hw
 
 
-def _check_tileable(layers: Sequence[Layer], grid: Sequence[Region]) -> None:
+def _check_tileable(layers: Sequence[Layer], grid: Sequence[Rect]) -> None:
     if len(grid) > 1 and any(layer.needs_global_statistics for layer in layers):
         raise ValueError(
             "batch norm needs whole-image statistics: cut the segment at it or use one tile"

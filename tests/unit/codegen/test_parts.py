@@ -7,7 +7,7 @@ import pytest
 from crane.codegen.boxes import full, intersect, split_span, volume
 from crane.codegen.lower import lower_func
 from crane.codegen.ownership import CodegenError, owners
-from crane.codegen.rules import NEEDS, choose, footprint, shape_of, split_forward
+from crane.codegen.rules import NEEDS, choose, footprint, forward_op_parts, shape_of
 from crane.codegen.to_ir import tile_ops
 from crane.dialects.graph import FuncOp, LayerOp, from_attribute
 from crane.dialects.graph_batch import graph_batch
@@ -46,7 +46,7 @@ def test_choose_prefers_batch_then_channel_then_space() -> None:
 
 def test_spatial_conv_parts_read_halos_and_pad_only_borders() -> None:
     conv = _op(_func("tiny_resnet"), "conv2d")  # 3x3, padding 1, 8x3x32x32 -> 8x16x32x32
-    parts = split_forward(conv, (0, 1), 8, 4, False)
+    parts = forward_op_parts(conv, (0, 1), 8, 4, False)
     assert len(parts) == 4  # one sample, 16 channels: channel split first
     assert all(p.ins[0] is not None and p.ins[0][1] == (0, 3) for p in parts)  # every input channel
     one = ((0, 1), (0, 16), (0, 16), (16, 32))
@@ -60,7 +60,7 @@ def test_spatial_conv_parts_read_halos_and_pad_only_borders() -> None:
 
 def test_parts_tile_the_output_disjointly() -> None:
     conv = _op(_func("tiny_resnet"), "conv2d")
-    parts = split_forward(conv, (0, 8), 8, 3, False)
+    parts = forward_op_parts(conv, (0, 8), 8, 3, False)
     outs = [p.outs[0] for p in parts]
     assert sum(volume(b) for b in outs) == volume(full((8, 16, 32, 32)))
     assert all(intersect(a, b) is None for i, a in enumerate(outs) for b in outs[i + 1:])
@@ -68,7 +68,7 @@ def test_parts_tile_the_output_disjointly() -> None:
 
 def test_batchnorm_splits_by_channel_over_the_whole_batch() -> None:
     bn = _op(_func("tiny_resnet"), "batchnorm")
-    parts = split_forward(bn, (0, 8), 8, 4, False)
+    parts = forward_op_parts(bn, (0, 8), 8, 4, False)
     assert [p.outs[0][1] for p in parts] == [(0, 4), (4, 8), (8, 12), (12, 16)]
     assert all(p.outs[0][0] == (0, 8) and p.ins[1] == (p.outs[0][1],) for p in parts)
 
@@ -170,9 +170,9 @@ def test_a_budget_trades_the_channel_split_for_one_that_fits() -> None:
     func = _func("tiny_resnet")
     conv = next(o for o in func.body.ops if isinstance(o, LayerOp) and o.kind.name == "conv2d"
                 and o.results[0].name_hint == "r2.a.conv_bn.y")
-    preferred = split_forward(conv, (0, 1), 8, 4, False)
+    preferred = forward_op_parts(conv, (0, 1), 8, 4, False)
     assert {p.outs[0][1] for p in preferred} == {(0, 8), (8, 16), (16, 24), (24, 32)}
-    fitted = split_forward(conv, (0, 1), 8, 4, False, budget=60_000)
+    fitted = forward_op_parts(conv, (0, 1), 8, 4, False, budget=60_000)
     assert len(fitted) == 4 and all(p.outs[0][1] == (0, 32) for p in fitted)  # spatial
     assert max(footprint(p) for p in fitted) <= 60_000 < max(footprint(p) for p in preferred)
 

@@ -15,7 +15,7 @@ import numpy as np
 from kind_samples import Samples
 
 from crane.codegen.boxes import Box
-from crane.codegen.rules import NEEDS, split_forward, split_training
+from crane.codegen.rules import NEEDS, forward_op_parts, split_training
 from crane.dialects.graph import LAYER_OPS, LayerOp, from_attribute
 from crane.dialects.graph_grad import GRAD_INPUT_OPS, GRAD_WEIGHT_OPS
 from crane.dialects.layers import activations
@@ -115,7 +115,7 @@ def check_codegen(kind: LayerKind, s: Samples) -> None:
                            dtype=np.float64, training=True, key="k")
 
         whole = run(operands, op.layer_attrs, _shape(op.results[0]))
-        parts = [p for tiles in (2, 4) for p in split_forward(op, (0, batch), batch, tiles, True)]
+        parts = [p for tiles in (2, 4) for p in forward_op_parts(op, (0, batch), batch, tiles, True)]
         assert parts
         for part in parts:
             attrs = {**op.layer_attrs, **{k: from_attribute(v) for k, v in part.attrs.items()}}
