@@ -51,7 +51,7 @@ def lit_results(request: pytest.FixtureRequest,
 def test_lit_files_are_collected() -> None:
     """Discovery finds the golden tests (a broken glob must not turn the suite green)."""
     assert len(LIT_FILES) >= 40
-    assert "ir/types.mlir" in LIT_FILES and "tile/spatial.crn" in LIT_FILES
+    assert "ir/types.mlir" in LIT_FILES and "spatial_tile/spatial.crn" in LIT_FILES
 
 
 @pytest.mark.parametrize("lit_file", LIT_FILES)
