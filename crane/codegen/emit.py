@@ -266,7 +266,9 @@ class Emitter(Statistics):
         sub = item.span[1] - item.span[0]
         if shape_of(op.results[0])[:1] != (self.ctx.batch,):
             return None
-        boxes = partition_boxes(out, layer_partition(dims[layer], sub, len(item.home.tiles)))
+        recorded = item.home.partition if item.home.subbatch == sub else None
+        factors = recorded or layer_partition(dims[layer], sub, len(item.home.tiles))
+        boxes = partition_boxes(out, factors)
         if boxes is None:
             return None
         need = NEEDS[op.kind.lowering]

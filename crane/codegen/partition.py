@@ -15,7 +15,7 @@ box are neighbours in the region (the fetch shares that box over short NoC hops)
 from __future__ import annotations
 
 from crane.codegen.boxes import Box, extent, split_span, with_axis
-from crane.cost.utilisation import Partition, preferred_partition
+from crane.cost.utilisation import preferred_partition
 from crane.cost.workload import Dims
 from crane.dialects.layers.definition import Lowering
 
@@ -28,17 +28,22 @@ PARTITIONED = frozenset({Lowering.CONV, Lowering.POOL, Lowering.GLOBAL_POOL, Low
 """Lowering classes whose parts may be any box of the output (their operand rules allow it)."""
 
 
-def layer_partition(dims: Dims, subbatch: int, tiles: int) -> Partition:
-    """The cost model's split of one sub-batch of a layer over ``tiles`` tiles."""
-    return preferred_partition((subbatch, *dims.partitionable), tiles, (dims.c, dims.r, dims.s))
+Factors = tuple[int, int, int, int]
+"""(batch, K, H, W) split factors."""
 
 
-def partition_boxes(out: Box, part: Partition) -> list[Box] | None:
-    """``out`` cut by ``part``'s factors (channel innermost), or None if they do not apply."""
+def layer_partition(dims: Dims, subbatch: int, tiles: int) -> Factors:
+    """The cost model's split of one sub-batch of a layer over ``tiles`` tiles (what the
+    ``segment`` pass records as ``partitions`` for the tiles a schedule gives a column)."""
+    part = preferred_partition((subbatch, *dims.partitionable), tiles, (dims.c, dims.r, dims.s))
+    return (part.kb, part.kk, part.kh, part.kw)
+
+
+def partition_boxes(out: Box, factors: Factors) -> list[Box] | None:
+    """``out`` cut by ``factors`` (channel innermost), or None if they do not apply."""
     axes = AXES.get(len(out))
     if axes is None:
         return None
-    factors = (part.kb, part.kk, part.kh, part.kw)
     sizes = extent(out)
     if any(f > 1 and (axis is None or f > sizes[axis]) for axis, f in zip(axes, factors, strict=True)):
         return None

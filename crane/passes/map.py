@@ -13,7 +13,7 @@ from crane.hardware.machine import Machine
 from crane.ir.attributes import ArrayAttr, DenseIntsAttr, StringAttr
 from crane.ir.core import Operation
 from crane.ir.location import UnknownLoc
-from crane.mapping.from_schedule import block_problem
+from crane.mapping.from_schedule import problem_of
 from crane.mapping.heuristic import place
 from crane.mapping.hops import hop_bytes
 from crane.mapping.legality import check
@@ -22,17 +22,6 @@ from crane.mapping.search import search
 from crane.passes.context import PassContext
 from crane.passes.pass_base import Pass
 from crane.schedule.from_graph import workload_of
-
-
-def problem_of(block: BlockOp, machine: Machine, workload: Workload | None) -> BlockProblem:
-    """The placement problem of a (verified) ``segment.block``."""
-    tables = block.tables()
-    fused = block.attributes.get("fused")
-    subbatch = block.attributes.get("subbatch")
-    return block_problem(
-        block.label, block.layer_names, (tables.sct, tables.met.sram), tables.deps,
-        block.tile_split(), tuple(fused) if isinstance(fused, DenseIntsAttr) else (),
-        getattr(subbatch, "value", 1), machine, workload)
 
 
 def mapping_attributes(mapping: Mapping) -> dict[str, ArrayAttr | DenseIntsAttr]:

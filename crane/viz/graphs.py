@@ -24,7 +24,7 @@ from crane.dialects.segment import BlockOp, ScheduleOp
 from crane.ir.attributes import DenseIntsAttr, IntAttr, StringAttr
 from crane.ir.core import Operation, Value
 from crane.ir.types import TensorType
-from crane.mapping.from_schedule import GRAD_SUFFIX
+from crane.schedule.record import GRAD_SUFFIX
 from crane.viz.dot import DotCluster, DotEdge, DotGraph, DotNode
 from crane.viz.figure import block_colour
 from crane.viz.source import (
