@@ -48,11 +48,6 @@ in exact arithmetic (softmax ignores a constant shift), so partial sums added in
 order than the reference change its rounding noise, which Adam's normalisation amplifies."""
 
 
-def not_per_sample(op: GradOp) -> bool:
-    """A gradient whose computation needs the whole batch (statistics, full-tensor masks)."""
-    return op.kind.has_batch_statistics or op.kind.is_random
-
-
 @dataclass(frozen=True, slots=True)
 class Part:
     """One tile's share of an op: the boxes it writes and reads, and its attributes."""
@@ -469,7 +464,8 @@ def split_training(op: Operation, batch: int, n: int) -> list[Part]:
                 for box in choose(first, ((0,),), n)]
     if isinstance(op, GradOp) and op.kind.lowering is Lowering.CHANNEL_NORM:
         return _channel_grad_parts(op, n) or [whole]
-    if not isinstance(op, GradOp) or op.kind.is_loss or not_per_sample(op):
+    if not isinstance(op, GradOp) or op.kind.is_loss or op.kind.has_batch_statistics \
+            or op.kind.is_random:  # needs the whole batch: statistics, full-tensor masks
         return [whole]
     if op.role == "weight" and op.kind.lowering in WHOLE_WEIGHT_GRADIENT:
         return [whole]
