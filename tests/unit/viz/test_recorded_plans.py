@@ -12,7 +12,7 @@ import pytest
 from crane.dialects import default_context
 from crane.dialects.segment import ScheduleOp
 from crane.hardware.machine import Machine
-from crane.ir.attributes import DenseIntsAttr
+from crane.ir.attributes import ArrayAttr, DenseIntsAttr, FloatAttr
 from crane.ir.core import VerifyError
 from crane.ir.diagnostics import DiagnosticEngine
 from crane.passes.context import PassContext
@@ -40,6 +40,7 @@ def test_every_block_records_a_plan_that_re_costs_exactly(training: bool) -> Non
         plan = plan_of(op, loads[func])
         assert plan is not None
         assert state_latencies(plan, target) == facts.state_cycles
+        assert record.plan_facts(plan, target) == facts  # regions and partitions too
         rebuilt, stored = tables_of(plan), op.tables()
         assert (rebuilt.sct, rebuilt.met, rebuilt.deps) == (stored.sct, stored.met, stored.deps)
         assert tile_split(plan, target) == op.tile_split()
@@ -79,6 +80,10 @@ def _first_block(module: Any) -> Any:
 
 @pytest.mark.parametrize(("change", "message"), [
     (lambda op: op.attributes.pop("mix"), "but not mix"),
+    (lambda op: op.attributes.__setitem__("mix", ArrayAttr(())), "'mix' must hold 1 rows"),
+    (lambda op: op.attributes.__setitem__("state_cycles", ArrayAttr((FloatAttr(-1.0),))),
+     "'state_cycles' must not be negative"),
+    (lambda op: op.attributes.__setitem__("state_cycles", ArrayAttr(())), "'state_cycles' must hold 1"),
     (lambda op: op.attributes.__setitem__("boundary", DenseIntsAttr((1, 2))), "'boundary' must be two flags"),
     (lambda op: op.attributes.__setitem__("regions", DenseIntsAttr((0, 1, 2))), "'regions' must hold"),
     (lambda op: op.attributes.__setitem__("partitions", DenseIntsAttr(())), "'partitions' must hold"),
