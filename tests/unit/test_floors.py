@@ -86,12 +86,15 @@ def _targets(module: str, path: Path, node: ast.AST) -> list[str]:
 def imports() -> Iterator[Import]:
     """Every import of a ``crane`` module by a ``crane`` module."""
     for module, path in MODULES.items():
-        tree = ast.parse(path.read_text(), str(path))
-        typing = _typing_only(tree)
-        for node in ast.walk(tree):
-            for target in _targets(module, path, node):
-                if target and target != module:
-                    yield Import(module, target, node.lineno, id(node) in typing)  # type: ignore[attr-defined]
+        yield from _imports_of(module, path)
+
+
+def _imports_of(module: str, path: Path) -> Iterator[Import]:
+    tree = ast.parse(path.read_text(), str(path))
+    typing = _typing_only(tree)
+    for node, target in ((n, t) for n in ast.walk(tree) for t in _targets(module, path, n)):
+        if target and target != module:
+            yield Import(module, target, node.lineno, id(node) in typing)  # type: ignore[attr-defined]
 
 
 def package(module: str) -> str:
@@ -120,15 +123,15 @@ def test_no_import_reaches_up_or_sideways() -> None:
 
 def _cycle_through(start: str, graph: dict[str, set[str]]) -> list[str] | None:
     """A path start -> ... -> start, or None."""
-    stack, seen = [(start, [start])], set()
+    stack: list[tuple[str, list[str]]] = [(start, [start])]
+    seen: set[str] = set()
     while stack:
         node, path = stack.pop()
-        for nxt in sorted(graph.get(node, ())):
-            if nxt == start:
-                return [*path, start]
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append((nxt, [*path, nxt]))
+        if start in graph.get(node, ()):
+            return [*path, start]
+        fresh = sorted(graph.get(node, set()) - seen)
+        seen.update(fresh)
+        stack += [(nxt, [*path, nxt]) for nxt in fresh]
     return None
 
 

@@ -22,11 +22,10 @@ FAMILIES = (dense, pools, norms, activations, elementwise, data, losses)
 
 def _gather() -> dict[str, LayerKind]:
     found: dict[str, LayerKind] = {}
-    for family in FAMILIES:
-        for kind in family.KINDS:
-            if kind.name in found:
-                raise ValueError(f"layer kind '{kind.name}' is defined twice")
-            found[kind.name] = kind
+    for kind in (kind for family in FAMILIES for kind in family.KINDS):
+        if kind.name in found:
+            raise ValueError(f"layer kind '{kind.name}' is defined twice")
+        found[kind.name] = kind
     return found
 
 

@@ -35,10 +35,11 @@ def test_placement_carries_the_recorded_partitions() -> None:
         facts = block.plan_facts()
         assert facts is not None
         homes, _ = placement_of(block, machine.tiles, len(machine.dram_ports))
-        for i, row in enumerate(homes):
-            for j, home in enumerate(row):
-                expected = facts.partitions[i][j] if home.tiles else None
-                assert (home.partition, home.subbatch) == (expected, block.subbatch)
+        found = [(h.partition, h.subbatch) for row in homes for h in row]
+        expected = [(part if h.tiles else None, block.subbatch)
+                    for row, parts in zip(homes, facts.partitions, strict=True)
+                    for h, part in zip(row, parts, strict=True)]
+        assert found == expected
 
 
 def test_codegen_cuts_a_layer_by_its_recorded_partition() -> None:

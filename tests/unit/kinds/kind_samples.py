@@ -96,12 +96,8 @@ def samples() -> Samples:
     steps = tuple(_step(text, name) for name, text in NETWORKS.items())
     forward: dict[str, list[LayerOp]] = defaultdict(list)
     grads: dict[str, list[GradOp]] = defaultdict(list)
-    for func in funcs:
-        for op in func.body.ops:
-            if isinstance(op, LayerOp):
-                forward[op.kind.name].append(op)
-    for step in steps:
-        for op in step.body.ops:
-            if isinstance(op, GradOp):
-                grads[op.kind.name].append(op)
+    for op in (op for func in funcs for op in func.body.ops if isinstance(op, LayerOp)):
+        forward[op.kind.name].append(op)
+    for grad in (op for step in steps for op in step.body.ops if isinstance(op, GradOp)):
+        grads[grad.kind.name].append(grad)
     return Samples(funcs, steps, dict(forward), dict(grads))

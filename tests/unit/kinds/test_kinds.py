@@ -48,15 +48,19 @@ def test_every_onnx_converter_makes_a_declared_kind_or_no_layer() -> None:
     assert not STRUCTURAL_ONNX & {t for kind in LAYER_KINDS.values() for t in kind.onnx.via}
 
 
+def _clip_bounds(op: OnnxOp, value: float | None) -> list[tuple[str, float]]:
+    """The finite bounds a ``Clip`` reads as inputs: as declared, or ``value``, ``value + 1``."""
+    if op.clip is None:
+        return []
+    low, high = op.clip if value is None else (value, value + 1.0)
+    return [(name, bound) for name, bound in (("lo", low), ("hi", high)) if bound != float("inf")]
+
+
 def _one_node_model(op: OnnxOp, value: float | None = None) -> onnx.ModelProto:
     """x -> one node of ``op`` -> y; attributes (or Clip bounds) as declared, or ``value``."""
-    inputs, inits = ["x"], []
-    if op.clip is not None:
-        low, high = op.clip if value is None else (value, value + 1.0)
-        for name, bound in (("lo", low), ("hi", high)):
-            if bound != float("inf"):
-                inits.append(numpy_helper.from_array(np.array(bound, np.float32), name))
-                inputs.append(name)
+    bounds = _clip_bounds(op, value)
+    inputs = ["x", *(name for name, _ in bounds)]
+    inits = [numpy_helper.from_array(np.array(bound, np.float32), name) for name, bound in bounds]
     attrs = {a.name: a.value if value is None else value for a in op.attrs}
     node = helper.make_node(op.op_type, inputs, ["y"], name="act", **attrs)
     graph = helper.make_graph(
