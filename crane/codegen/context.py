@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 
 from crane.codegen.boxes import Box
 from crane.codegen.program import Buffer
+from crane.cost.workload import Dims
 from crane.dialects.graph import WeightOp
 from crane.dialects.graph_grad import OptimizerStateOp
 from crane.ir.core import BlockArgument, Operation, Value
-from crane.schedule.workload import Dims
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,17 +41,17 @@ from crane.codegen.rules import (
     NEEDS,
     Part,
     channel_unit,
-    mask_attrs,
+    forward_op_parts,
     reduction_chunks,
     running_statistics,
     shape_of,
-    split_forward,
     split_training,
     temporal_chunks,
 )
 from crane.codegen.statistics import batch_statistics
 from crane.dialects.graph import LayerOp
 from crane.dialects.graph_grad import GradOp
+from crane.dialects.layers.definition import Lowering
 from crane.ir.core import Operation, Value
 
 
@@ -224,7 +224,7 @@ class Emitter(TrainingEmitter):
         """One part on ``tile`` from its fetched operands: into the window of ``into`` (a
         buffer and the box it holds) if given, else in place over its first operand when
         nothing else reads that (see :meth:`_in_place`), else into new buffers."""
-        attrs = {**op.attributes, **part.attrs, **mask_attrs(op, part.outs[0] if part.outs else ())}
+        attrs = {**op.attributes, **part.attrs}
         operands = tuple(b for b in ins if b is not None)
         if into is not None:
             target, holds = into
@@ -245,8 +245,8 @@ class Emitter(TrainingEmitter):
         the chain needs."""
         if not isinstance(op, LayerOp) or len(op.results) != 1 or not ins or ins[0] is None:
             return None
-        elementwise = op.kind.name in ELEMENTWISE or (op.kind.name == "batchnorm"
-                                                      and running_statistics(op))
+        elementwise = op.kind.lowering in ELEMENTWISE or (
+            op.kind.lowering is Lowering.CHANNEL_NORM and running_statistics(op))
         source, buffer = op.operands[0], ins[0]
         if not elementwise or buffer.shape != extent(part.outs[0]) or any(
                 True for user in source.users() if user is not op):
@@ -264,34 +264,35 @@ class Emitter(TrainingEmitter):
         """The parts of a forward op: a layer's main op as the cost model splits it, ops
         merged into it on its pieces, the rest by the split rules."""
         tiles = item.home.tiles
-        follows = op.kind.name in ELEMENTWISE or (op.kind.name == "batchnorm"
-                                                  and running_statistics(op))
+        follows = op.kind.lowering in ELEMENTWISE or (
+            op.kind.lowering is Lowering.CHANNEL_NORM and running_statistics(op))
         inherited = self._inherit(op, item) if follows else None
         if inherited:
             return inherited
         planned = self._partitioned(op, item)
         if planned is not None:
             return planned
-        parts = split_forward(op, item.span, self.ctx.batch, len(tiles), self.ctx.training,
+        parts = forward_op_parts(op, item.span, self.ctx.batch, len(tiles), self.ctx.training,
                               self.ctx.budget, self.ctx.elem_bytes)
         return list(zip(tiles, parts, strict=False))
 
     def _partitioned(self, op: LayerOp, item: Item) -> list[tuple[int, Part]] | None:
         anchors, dims = self.ctx.anchors, self.ctx.dims
-        if anchors is None or dims is None or op.kind.name not in PARTITIONED:
+        if anchors is None or dims is None or op.kind.lowering not in PARTITIONED:
             return None
         layer = anchors.get(op)
         if layer is None or layer not in dims or not item.home.tiles:
             return None
-        out = split_forward(op, item.span, self.ctx.batch, 1, self.ctx.training)[0].outs[0]
+        out = forward_op_parts(op, item.span, self.ctx.batch, 1, self.ctx.training)[0].outs[0]
         sub = item.span[1] - item.span[0]
         if shape_of(op.results[0])[:1] != (self.ctx.batch,):
             return None
-        boxes = partition_boxes(out, layer_partition(dims[layer], sub, len(item.home.tiles)),
-                                channel_unit(op))
+        recorded = item.home.partition if item.home.subbatch == sub else None
+        factors = recorded or layer_partition(dims[layer], sub, len(item.home.tiles))
+        boxes = partition_boxes(out, factors, channel_unit(op))
         if boxes is None:
             return None
-        need = NEEDS[op.kind.name]
+        need = NEEDS[op.kind.lowering]
         parts = []
         for tile, box in zip(item.home.tiles, boxes, strict=False):
             ins, attrs = need(op, box)
@@ -302,13 +303,13 @@ class Emitter(TrainingEmitter):
         source, result = op.operands[0], op.results[0]
         if shape_of(source) != shape_of(result):
             return None
-        out = split_forward(op, item.span, self.ctx.batch, 1, self.ctx.training)[0].outs[0]
+        out = forward_op_parts(op, item.span, self.ctx.batch, 1, self.ctx.training)[0].outs[0]
         mine = [p for p in self.pieces.get(source, ()) if p.phase == self.phase
                 and p.buffer.tile in item.home.tiles and intersect(p.box, out) == p.box]
         if not mine or sum(volume(p.box) for p in mine) != volume(out):
             return None
-        need = NEEDS[op.kind.name]
-        return [(p.buffer.tile, Part((p.box,), need(op, p.box)[0], {}, (False,))) for p in mine]
+        need = NEEDS[op.kind.lowering]
+        return [(p.buffer.tile, Part((p.box,), *need(op, p.box), (False,))) for p in mine]
 
     # ----- phases
     def run_phase(self, phase: Phase, ops_of: Mapping[str, Sequence[Operation]]) -> None:

@@ -42,6 +42,7 @@ from crane.cost.layer import STREAM_SHARE
 from crane.dialects.graph import FuncOp, LayerOp, ReturnOp
 from crane.dialects.graph_batch import graph_batch, rebatched
 from crane.dialects.graph_grad import AccumulateOp
+from crane.dialects.layers.definition import Lowering
 from crane.dialects.segment import BlockOp, ScheduleOp
 from crane.hardware.machine import Machine
 from crane.ir.attributes import DenseIntsAttr, IntAttr, StringAttr
@@ -174,8 +175,8 @@ def lower_func(func: FuncOp, schedule: ScheduleOp, machine: Machine,
     return TileModule(label, emitter.programs, list(emitter.tensors.values()))
 
 
-REFRESHED_KINDS = frozenset({"conv2d", "linear", "matmul"})
-"""Kinds of a layer's main op whose later ops codegen recomputes in backward."""
+REFRESHED_KINDS = frozenset({Lowering.CONV, Lowering.LINEAR, Lowering.MATMUL})
+"""Lowering classes of a layer's main op whose later ops codegen recomputes in backward."""
 
 
 def _refreshed(own: Ownership, ops_of: dict[str, list[Operation]], recomputed: frozenset[str],
@@ -185,7 +186,7 @@ def _refreshed(own: Ownership, ops_of: dict[str, list[Operation]], recomputed: f
     the layer can hold (``hold`` elements; the recomputed results stay on chip for the
     training ops, so a layer bigger than that stores them in forward instead)."""
     return frozenset(layer for op, layer in own.anchors.items()
-                     if isinstance(op, LayerOp) and op.kind.name in REFRESHED_KINDS
+                     if isinstance(op, LayerOp) and op.kind.lowering in REFRESHED_KINDS
                      and layer not in recomputed and len(ops_of.get(layer, ())) > 1
                      and _per_tile(ops_of[layer], homes.get(layer)) <= hold)
 

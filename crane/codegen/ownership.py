@@ -25,12 +25,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from crane.cost.workload import Dims
 from crane.dialects.graph import FuncOp, LayerOp, ReturnOp, WeightOp
 from crane.dialects.graph_batch import graph_batch
 from crane.dialects.graph_grad import AccumulateOp, FillOp, GradOp, OptimizerStateOp, UpdateOp
 from crane.ir.core import Operation, Value
-from crane.schedule.from_graph import _Builder
-from crane.schedule.workload import Dims
+from crane.schedule.from_graph import WorkloadBuilder
 
 
 class CodegenError(Exception):
@@ -42,7 +42,7 @@ class CodegenError(Exception):
         self.op = op
 
 
-class _ForwardBuilder(_Builder):
+class _ForwardBuilder(WorkloadBuilder):
     """``from_graph``'s walk, with merges decided on forward users only."""
 
     def __init__(self, batch: int, elem_bytes: int, training: bool, forward_only: bool) -> None:

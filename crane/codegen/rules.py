@@ -1,6 +1,6 @@
 """How one graph op's work divides over tiles: the boxes each part reads and writes.
 
-:func:`split_op` divides an op's output (for one item: a batch span of the graph tensors)
+:func:`forward_op_parts` divides an op's output (for one item: a batch span of the graph tensors)
 over ``n`` tiles along the first dimension that gives every tile work, in the order the
 op allows: the batch, then the output channel, then space (conv-like ops take a
 rows x cols grid from :func:`crane.tiling.cores.spatial_grid`); when none reaches ``n``
@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from crane.codegen.boxes import Box, extent, full, split_span, volume, with_axis
 from crane.dialects.graph import LayerOp
 from crane.dialects.graph_grad import AccumulateOp, GradOp, UpdateOp
+from crane.dialects.layers.definition import Lowering
 from crane.ir.attributes import Attribute, BoolAttr, DenseIntsAttr, IntAttr
 from crane.ir.core import Operation, Value
 from crane.ir.types import TensorType
@@ -38,13 +39,11 @@ from crane.tiling.cores import spatial_grid
 from crane.tiling.layers import Window
 from crane.tiling.regions import Interval, axis_input
 
-UNARY = frozenset({"relu", "gelu", "silu", "sigmoid", "tanh", "dropout"})
-ELEMENTWISE = UNARY | {"add", "mul"}
-WINDOW = frozenset({"conv2d", "max_pool2d", "avg_pool2d"})
-NOT_PER_SAMPLE = frozenset({"batchnorm"})
-"""Kinds whose backward needs the whole batch (statistics)."""
-WHOLE_WEIGHT_GRADIENT = frozenset({"attention"})
-"""Kinds whose weight gradient is not split by batch: attention's key-bias gradient is zero
+ELEMENTWISE = frozenset({Lowering.UNARY, Lowering.BINARY})
+"""Lowering classes whose parts read their own box of every operand."""
+WINDOW = frozenset({Lowering.CONV, Lowering.POOL})
+WHOLE_WEIGHT_GRADIENT = frozenset({Lowering.ATTENTION})
+"""Classes whose weight gradient is not split by batch: attention's key-bias gradient is zero
 in exact arithmetic (softmax ignores a constant shift), so partial sums added in another
 order than the reference change its rounding noise, which Adam's normalisation amplifies."""
 
@@ -72,23 +71,22 @@ def whole_batch(op: Operation, training: bool) -> bool:
     """Whether the op needs every sample at once (so a block holding it cannot pipeline)."""
     if not isinstance(op, LayerOp):
         return False
-    return op.kind.is_loss or (op.kind.name == "batchnorm" and not running_statistics(op))
+    return op.kind.is_loss or (op.kind.has_batch_statistics and not running_statistics(op))
 
 
 def mask_attrs(op: Operation, out: Box) -> dict[str, Attribute]:
     """What an op run on the box ``out`` of its tensor needs to know of the box's place: a
-    dropout (or its gradient) draws that box of the whole tensor's mask
+    random op (dropout, or its gradient) draws that box of the whole tensor's mask
     (``crane.exec.forward.dropout_keep``); a causal softmax masks by the rows' query
     index; other ops need nothing."""
-    kind = op.kind.name if isinstance(op, LayerOp | GradOp) else ""
     shape = shape_of(op.results[0]) if op.results else ()
-    if not out or out == full(shape):
+    if not isinstance(op, LayerOp | GradOp) or not out or out == full(shape):
         return {}
-    if kind == "dropout":
+    if op.kind.is_random:
         return {"mask_shape": DenseIntsAttr(shape),
                 "mask_offset": DenseIntsAttr(tuple(a for a, _ in out))}
     causal = op.attributes.get("causal")
-    if kind == "softmax" and isinstance(causal, BoolAttr) and causal.value and len(out) >= 2:
+    if isinstance(causal, BoolAttr) and causal.value and len(out) >= 2:
         return {"query_offset": IntAttr(out[-2][0])}
     return {}
 
@@ -114,7 +112,7 @@ def _broadcast(out: Box, shape: tuple[int, ...]) -> Box:
 
 
 def _elementwise(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
-    return tuple(_broadcast(out, shape_of(v)) for v in op.operands), {}
+    return tuple(_broadcast(out, shape_of(v)) for v in op.operands), mask_attrs(op, out)
 
 
 def _ints(op: Operation, name: str) -> tuple[int, ...]:
@@ -163,7 +161,7 @@ def conv_groups(op: Operation) -> int:
 def channel_unit(op: Operation) -> int:
     """Output channels per group of a grouped convolution (1 otherwise): a part's output
     channels must be whole groups, which then read their own input channels only."""
-    groups = conv_groups(op) if isinstance(op, LayerOp) and op.kind.name == "conv2d" else 1
+    groups = conv_groups(op) if isinstance(op, LayerOp) and op.kind.lowering is Lowering.CONV else 1
     return shape_of(op.results[0])[1] // groups if groups > 1 else 1
 
 
@@ -212,7 +210,7 @@ def _channel_norm(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, A
 
 
 def _same_weights_full(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
-    return (out, *(full(shape_of(v)) for v in op.operands[1:])), {}
+    return (out, *(full(shape_of(v)) for v in op.operands[1:])), mask_attrs(op, out)
 
 
 def _linear(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
@@ -285,52 +283,57 @@ def _along(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribut
     return tuple(with_axis(out, axis, (0, shape_of(v)[axis])) for v in op.operands), {}
 
 
-NEEDS: Mapping[str, Need] = {
-    **dict.fromkeys(ELEMENTWISE, _elementwise),
-    "conv2d": _conv, "max_pool2d": _pool, "avg_pool2d": _pool,
-    "global_avg_pool": _global_pool, "batchnorm": _channel_norm,
-    "layernorm": _same_weights_full, "softmax": _same_weights_full,
-    "linear": _linear, "matmul": _matmul, "attention": _batch_only,
-    "reshape": _reshape, "flatten": _reshape, "embedding": _embedding,
-    "transpose": _transpose, "slice": _along, "concat": _along,
+def _whole(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
+    """Every operand whole (an op run as one part)."""
+    return tuple(full(shape_of(v)) for v in op.operands), {}
+
+
+NEEDS: Mapping[Lowering, Need] = {
+    Lowering.UNARY: _elementwise, Lowering.BINARY: _elementwise,
+    Lowering.CONV: _conv, Lowering.POOL: _pool, Lowering.GLOBAL_POOL: _global_pool,
+    Lowering.CHANNEL_NORM: _channel_norm, Lowering.LAST_AXES_NORM: _same_weights_full,
+    Lowering.AXIS_NORM: _same_weights_full, Lowering.LINEAR: _linear,
+    Lowering.MATMUL: _matmul, Lowering.ATTENTION: _batch_only, Lowering.RESHAPE: _reshape,
+    Lowering.GATHER: _embedding, Lowering.PERMUTE: _transpose, Lowering.ALONG_AXIS: _along,
+    Lowering.WHOLE: _whole,
 }
+"""What a part of an op of each lowering class reads, given the box it writes."""
 
 
 def split_axes(op: Operation, training: bool) -> tuple[tuple[int, ...], ...]:
     """Candidate splits of a forward op's output, best first: one axis, or a spatial grid."""
-    kind = op.kind.name if isinstance(op, LayerOp) else ""
     rank = len(shape_of(op.results[0])) if op.results else 0
     if not isinstance(op, LayerOp):
         return tuple((a,) for a in range(rank))
+    lowering = op.kind.lowering
     if whole_batch(op, training):
-        return ((1,),) if kind == "batchnorm" else ()
-    if kind in ELEMENTWISE or kind == "transpose" or kind == "batchnorm":
+        return ((1,),) if lowering is Lowering.CHANNEL_NORM else ()
+    if lowering in ELEMENTWISE or lowering in (Lowering.PERMUTE, Lowering.CHANNEL_NORM):
         return tuple((a,) for a in range(rank))
-    if kind in WINDOW:
+    if lowering in WINDOW:
         return ((0,), (1,), (2, 3))
-    if kind == "global_avg_pool":
+    if lowering is Lowering.GLOBAL_POOL:
         return ((0,), (1,))
-    return _other_axes(op, kind, rank)
+    return _other_axes(op, lowering, rank)
 
 
-def _other_axes(op: Operation, kind: str, rank: int) -> tuple[tuple[int, ...], ...]:
-    if kind in ("layernorm",):
+def _other_axes(op: Operation, lowering: Lowering, rank: int) -> tuple[tuple[int, ...], ...]:
+    if lowering is Lowering.LAST_AXES_NORM:
         weight_rank = len(shape_of(op.operands[1])) if len(op.operands) > 1 else 1
         return tuple((a,) for a in range(rank - weight_rank))
-    if kind in ("softmax", "slice", "concat"):
+    if lowering in (Lowering.AXIS_NORM, Lowering.ALONG_AXIS):
         axis = _int(op, "axis", -1) % rank
         return tuple((a,) for a in range(rank) if a != axis)
-    if kind == "linear":
+    if lowering in (Lowering.LINEAR, Lowering.MATMUL):
         return (*((a,) for a in range(rank - 1)), (rank - 1,))
-    if kind == "matmul":
-        return (*((a,) for a in range(rank - 1)), (rank - 1,))
-    if kind == "embedding":  # by the table's columns first: the table is read once in all
+    if lowering is Lowering.GATHER:  # by the table's columns first: read once in all
         return ((rank - 1,), *((a,) for a in range(rank - 1)))
-    if kind in ("attention",):
+    if lowering is Lowering.ATTENTION:
         return ((0,),)
-    if kind in ("reshape", "flatten"):
+    if lowering is Lowering.RESHAPE:
         keep = kept_prefix(shape_of(op.operands[0]), shape_of(op.results[0]))
         return tuple((a,) for a in range(keep))
+    assert lowering is Lowering.WHOLE, f"no split axes for {lowering}"
     return ()
 
 
@@ -372,15 +375,15 @@ def footprint(part: Part, elem_bytes: int = 4) -> int:
     return elem_bytes * sum(volume(b) for b in (*part.outs, *part.ins) if b is not None)
 
 
-STREAM_AXES: Mapping[str, tuple[int, ...]] = {
-    "conv2d": (2, 0, 3), "max_pool2d": (2, 0, 3), "avg_pool2d": (2, 0, 3),
-    "global_avg_pool": (1, 0), "linear": (-2, 0, -1), "add": (-2, 0, -1), "mul": (-2, 0, -1),
-    **dict.fromkeys(UNARY, (1, 0, -1)), "batchnorm": (1,),
-    "matmul": (-2, 0, 1, -1), "softmax": (-2, 0, 1), "layernorm": (-2, 0, 1),
-    "transpose": (0, 1, 2, -1), "reshape": (0, 1, 2), "flatten": (0,), "embedding": (-1, 0, 1),
-    "slice": (0, 1, 2, -1), "concat": (0, 1, 2, -1)}
-"""Layer kinds a tile may run in steps over its output, and the axes it cuts (best first)."""
-WEIGHT_AXES: Mapping[str, tuple[int, ...]] = {"conv2d": (1,), "linear": (-1,)}
+STREAM_AXES: Mapping[Lowering, tuple[int, ...]] = {
+    Lowering.CONV: (2, 0, 3), Lowering.POOL: (2, 0, 3), Lowering.GLOBAL_POOL: (1, 0),
+    Lowering.LINEAR: (-2, 0, -1), Lowering.BINARY: (-2, 0, -1), Lowering.UNARY: (1, 0, -1),
+    Lowering.CHANNEL_NORM: (1,), Lowering.MATMUL: (-2, 0, 1, -1), Lowering.AXIS_NORM: (-2, 0, 1),
+    Lowering.LAST_AXES_NORM: (-2, 0, 1), Lowering.PERMUTE: (0, 1, 2, -1),
+    Lowering.RESHAPE: (0, 1, 2), Lowering.GATHER: (-1, 0, 1), Lowering.ALONG_AXIS: (0, 1, 2, -1)}
+"""Lowering classes a tile may run in steps over its output, and the axes it cuts (best
+first, only those the op may be split along); the other classes run each part in one step."""
+WEIGHT_AXES: Mapping[Lowering, tuple[int, ...]] = {Lowering.CONV: (1,), Lowering.LINEAR: (-1,)}
 """Output axes that cut a layer's weights: stepping along them when the weights are the
 bigger operand streams each weight slice once instead of once per step."""
 
@@ -414,15 +417,15 @@ def temporal_chunks(op: Operation, part: Part, budget: int, elem_bytes: int,
     activations are still too big (the input is read again for every weight slice: the
     loop over weights is outside).
     """
-    kind = op.kind.name if isinstance(op, LayerOp) else ""
-    axes = STREAM_AXES.get(kind)
-    if not budget or axes is None or len(part.outs) != 1:
+    lowering = op.kind.lowering if isinstance(op, LayerOp) else None
+    axes = STREAM_AXES.get(lowering) if lowering is not None else None
+    if not budget or lowering is None or axes is None or len(part.outs) != 1:
         return [part]
     steps = [part]
     if _weight_bound(op, part, elem_bytes, weight_budget):
         weights = elem_bytes * sum(volume(b) for v, b in zip(op.operands, part.ins, strict=True)
                                    if b is not None and isinstance(op, LayerOp) and v in op.weights)
-        steps = _cut(op, part, WEIGHT_AXES.get(kind, ()), -(-weights // max(1, weight_budget)))
+        steps = _cut(op, part, WEIGHT_AXES.get(lowering, ()), -(-weights // max(1, weight_budget)))
     return [piece for step in steps for piece in _cut(
         op, step, axes, -(-_activation_bytes(op, step, elem_bytes) // budget))]
 
@@ -445,7 +448,8 @@ def _cut(op: Operation, part: Part, axes: Sequence[int], count: int) -> list[Par
         wanted = -(-wanted // counts[axis])
     if not counts:
         return [part]
-    need = NEEDS[op.kind.name if isinstance(op, LayerOp) else ""]
+    assert isinstance(op, LayerOp)
+    need = NEEDS[op.kind.lowering]
     boxes = [out]
     for axis, pieces in counts.items():
         unit = channel_unit(op) if axis == 1 else 1
@@ -467,17 +471,17 @@ def reduction_chunks(op: Operation, part: Part, budget: int, elem_bytes: int) ->
     weights stream through (the cost model re-reads weights that do not fit for every
     sub-batch); weights that fit are fetched once and kept.
     """
-    kind = op.kind.name if isinstance(op, LayerOp) else ""
-    if kind == "embedding":
+    lowering = op.kind.lowering if isinstance(op, LayerOp) else None
+    if lowering is Lowering.GATHER:
         return _table_chunks(part, budget, elem_bytes)
-    if not budget or kind not in ("conv2d", "linear") or len(part.ins) < 2:
+    if not budget or lowering not in (Lowering.CONV, Lowering.LINEAR) or len(part.ins) < 2:
         return [part]
-    dense = kind == "linear" or (_int(op, "groups", 1) == 1
+    dense = lowering is Lowering.LINEAR or (_int(op, "groups", 1) == 1
                                  and not getattr(op.attributes.get("depthwise"), "value", False))
     x_box, w_box = part.ins[0], part.ins[1]
     if not dense or x_box is None or w_box is None or elem_bytes * volume(w_box) <= budget:
         return [part]
-    x_axis, w_axis = (1, 1) if kind == "conv2d" else (len(x_box) - 1, 0)
+    x_axis, w_axis = (1, 1) if lowering is Lowering.CONV else (len(x_box) - 1, 0)
     low, high = x_box[x_axis]
     count = min(high - low, -(-elem_bytes * volume(w_box) // budget))
     if count <= 1:
@@ -506,7 +510,7 @@ def _table_chunks(part: Part, budget: int, elem_bytes: int) -> list[Part]:
             for span in split_span(*rows, count)]
 
 
-def split_forward(op: LayerOp, span: tuple[int, int], batch: int, n: int,
+def forward_op_parts(op: LayerOp, span: tuple[int, int], batch: int, n: int,
                   training: bool, budget: int = 0, elem_bytes: int = 4) -> list[Part]:
     """The parts of a forward layer op over ``n`` tiles for the item over ``span``.
 
@@ -515,10 +519,10 @@ def split_forward(op: LayerOp, span: tuple[int, int], batch: int, n: int,
     with the smallest parts.
     """
     out = span_box(op.results[0], span, batch)
-    need = NEEDS.get(op.kind.name)
-    if need is None:
+    if op.kind.lowering is Lowering.WHOLE:
         ins = tuple(span_box(v, span, batch) for v in op.operands)
         return [Part((out,), ins, {}, (False,))]
+    need = NEEDS[op.kind.lowering]
     candidates = split_axes(op, training)
     unit = channel_unit(op)
     options = [choose(out, candidates[k:k + 1], n, unit) for k in range(len(candidates))]
@@ -554,11 +558,12 @@ def split_training(op: Operation, batch: int, n: int) -> list[Part]:
         return [Part((box,) * len(outs), tuple(_broadcast(box, shape_of(v)) for v in op.operands),
                      {}, (False,) * len(outs))
                 for box in choose(first, ((0,),), n)]
-    if isinstance(op, GradOp) and op.kind.name == "batchnorm":
+    if isinstance(op, GradOp) and op.kind.lowering is Lowering.CHANNEL_NORM:
         return _channel_grad_parts(op, n) or [whole]
-    if not isinstance(op, GradOp) or op.kind.is_loss or op.kind.name in NOT_PER_SAMPLE:
+    if not isinstance(op, GradOp) or op.kind.is_loss or op.kind.has_batch_statistics \
+            or op.kind.is_random:  # needs the whole batch: statistics, full-tensor masks
         return [whole]
-    if op.role == "weight" and op.kind.name in WHOLE_WEIGHT_GRADIENT:
+    if op.role == "weight" and op.kind.lowering in WHOLE_WEIGHT_GRADIENT:
         return [whole]
     return _grad_parts(op, batch, n) or [whole]
 

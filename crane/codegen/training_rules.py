@@ -114,7 +114,7 @@ def _elementwise_part(op: Operation, box: Box) -> Part:
 def _unary_grad_part(op: Operation, box: Box) -> Part:
     """``(dY, X) -> dX`` elementwise; a dropout's gradient needs its mask, not ``X``."""
     part = _elementwise_part(op, box)
-    if not isinstance(op, GradOp) or op.kind.name != "dropout":
+    if not isinstance(op, GradOp) or not op.kind.is_random:
         return part
     x = op.operands[1]
     return Part(part.outs, (part.ins[0], None), {**part.attrs, **shape_only({1: extent(box)})}

@@ -24,6 +24,7 @@ from crane.exec.forward import (
     pool_args,
     softmax_probs,
 )
+from crane.exec.kernels.activation import ACTIVATIONS
 
 Array = np.ndarray
 Grads = list[Array | None]
@@ -136,11 +137,7 @@ GRAD_INPUT: Mapping[str, Rule] = {
     "matmul": _matmul,
     "batchnorm": lambda c, g: [_norm(c, g)[0]],
     "layernorm": lambda c, g: [_norm(c, g)[0]],
-    "relu": _unary(K.relu_backward),
-    "gelu": _unary(K.gelu_backward),
-    "silu": _unary(K.silu_backward),
-    "sigmoid": _unary(K.sigmoid_backward),
-    "tanh": _unary(K.tanh_backward),
+    **{name: _unary(kernels.backward) for name, kernels in ACTIVATIONS.items()},
     "softmax": lambda c, g: [K.softmax_backward(g, softmax_probs(c, c.inputs[0]), axis=c.integer("axis"))
                              * c.number("scale", 1.0)],
     "add": lambda c, g: list(K.add_backward(g, c.inputs[0].shape, c.inputs[1].shape)),

@@ -15,6 +15,7 @@ import numpy as np
 
 from crane.dialects.layers.values import AttrValue
 from crane.exec import kernels as K
+from crane.exec.kernels.activation import ACTIVATIONS
 
 Array = np.ndarray
 
@@ -166,6 +167,10 @@ def _batchnorm(c: Call) -> Array:
     return K.batchnorm_forward_train(c.inputs[0], *c.weights, eps=eps)[0]
 
 
+def _activation(forward: Callable[[Array], Array]) -> Rule:
+    return lambda c: forward(c.inputs[0])
+
+
 def _labels(c: Call) -> np.ndarray:
     return np.asarray(c.inputs[1]).astype(np.int64)
 
@@ -179,11 +184,7 @@ FORWARD: Mapping[str, Rule] = {
     "matmul": _matmul,
     "batchnorm": lambda c: _batchnorm(c),
     "layernorm": lambda c: K.layernorm_forward(c.inputs[0], *c.weights, eps=c.number("eps", 1e-5))[0],
-    "relu": lambda c: K.relu_forward(c.inputs[0]),
-    "gelu": lambda c: K.gelu_forward(c.inputs[0]),
-    "silu": lambda c: K.silu_forward(c.inputs[0]),
-    "sigmoid": lambda c: K.sigmoid_forward(c.inputs[0]),
-    "tanh": lambda c: K.tanh_forward(c.inputs[0]),
+    **{name: _activation(kernels.forward) for name, kernels in ACTIVATIONS.items()},
     "softmax": lambda c: softmax_probs(c, c.inputs[0]),
     "add": lambda c: K.add_forward(*c.inputs),
     "mul": lambda c: K.mul_forward(*c.inputs),
@@ -198,4 +199,4 @@ FORWARD: Mapping[str, Rule] = {
     "cross_entropy": lambda c: K.softmax_cross_entropy(c.inputs[0], _labels(c))[0],
     "mse": lambda c: K.mse_loss_forward(*c.inputs),
 }
-"""Layer kind -> forward rule."""
+"""Layer kind -> forward rule (the activations' from their registered kernels)."""

@@ -24,9 +24,15 @@ from typing import Any
 
 import numpy as np
 
-from crane.autodiff import is_training_step
 from crane.dialects.graph import FuncOp, LayerOp, ReturnOp, WeightOp
-from crane.dialects.graph_grad import AccumulateOp, FillOp, GradOp, OptimizerStateOp, UpdateOp
+from crane.dialects.graph_grad import (
+    AccumulateOp,
+    FillOp,
+    GradOp,
+    OptimizerStateOp,
+    UpdateOp,
+    is_training_step,
+)
 from crane.exec import evaluate as E
 from crane.ir.attributes import StringAttr
 from crane.ir.core import BlockArgument, Operation, Value

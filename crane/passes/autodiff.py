@@ -65,7 +65,6 @@ class Autodiff(Pass):
 
     def run(self, op: Operation, ctx: PassContext) -> None:
         if not isinstance(op, FuncOp) or is_training_step(op):
-            ctx.mark_all_preserved()
             return
         overrides = {"lr": self.lr, "momentum": self.momentum, "weight_decay": self.weight_decay,
                      "beta1": self.beta1, "beta2": self.beta2, "eps": self.eps, "nesterov": self.nesterov}
@@ -76,7 +75,6 @@ class Autodiff(Pass):
             ctx.emit_error(op, str(problem))
             return
         if config is None:
-            ctx.mark_all_preserved()
             return
         try:
             if self.attach_loss:

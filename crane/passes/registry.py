@@ -22,7 +22,7 @@ IN_TREE_PASSES: dict[str, str] = {
     "autodiff": "crane.passes.autodiff:Autodiff",
     "segment": "crane.passes.segment:Segment",
     "map": "crane.passes.map:Map",
-    "tile": "crane.passes.tile:Tile",
+    "spatial-tile": "crane.passes.spatial_tile:SpatialTile",
     "alloc": "crane.passes.alloc:Alloc",
     "codegen": "crane.passes.codegen:Codegen",
     "print-training-stats": "crane.passes.training_stats:PrintTrainingStats",

@@ -10,6 +10,7 @@ from typing import Literal
 
 from crane.cost.bounds import lower_bounds
 from crane.cost.report import COST_ATTR, cost_attribute
+from crane.cost.workload import Workload
 from crane.dialects.graph_batch import graph_batch
 from crane.dialects.hw import machine_of, retarget
 from crane.dialects.segment import BlockOp, ScheduleOp
@@ -24,9 +25,9 @@ from crane.schedule.from_graph import trains, workload_of
 from crane.schedule.objective import Objective
 from crane.schedule.options import state_options
 from crane.schedule.policies import schedule
+from crane.schedule.record import plan_facts
 from crane.schedule.search import BlockChoice, Schedule
 from crane.schedule.training import TrainingSchedule, schedule_training
-from crane.schedule.workload import Workload
 
 
 @cache
@@ -51,7 +52,8 @@ def block_op(plan: Plan, cost: BlockCost, machine: Machine, phase: str = "forwar
     names = [f"{layer.name}.grad" if gradient else layer.name for layer in plan.block.layers]
     return BlockOp.build(names, plan.subbatch, plan.q, tables_of(plan),
                          tile_split(plan, machine), plan.fused, cost.latency_cycles,
-                         cost.energy_pj, phase=phase, group=group)
+                         cost.energy_pj, phase=phase, group=group,
+                         facts=plan_facts(plan, machine))
 
 
 def group_numbers(choices: Sequence[BlockChoice]) -> list[int | None]:

@@ -23,11 +23,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-EXIT_OK, EXIT_DIAGNOSTICS, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-
-
-class UsageError(Exception):
-    """A mistake on the command line or with a file named there (exit status 2)."""
+from crane.tools.exit_codes import (
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    UsageError,
+)
 
 
 def _positive(text: str) -> int:

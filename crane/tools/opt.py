@@ -15,10 +15,11 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from crane.tools.exit_codes import EXIT_INTERNAL
+
 if TYPE_CHECKING:
     from crane.tools.opt_run import Invocation
 
-EXIT_OK, EXIT_DIAGNOSTICS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 def _comma_list(text: str) -> frozenset[str]:

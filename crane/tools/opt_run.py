@@ -23,19 +23,15 @@ from crane.passes.plugins import (
     load_plugin_file,
 )
 from crane.passes.registry import PassRegistry
+from crane.tools.exit_codes import EXIT_DIAGNOSTICS, EXIT_OK, EXIT_USAGE, UsageError
 from crane.tools.expected_diagnostics import verify_diagnostics
 from crane.tools.inputs import input_format, parse_dims, read_source
 from crane.tools.ir_printing import IRPrinting, IRPrintingOptions
 from crane.tools.list_passes import format_pass_list
 from crane.tools.machines import MachineNotFound, resolve_machine
-from crane.tools.opt import EXIT_DIAGNOSTICS, EXIT_OK, EXIT_USAGE
 from crane.tools.opt_session import ChunkResult, OptSession, emitted_for_checking
 from crane.tools.pictures import PictureRequest, emit_picture, picture_request
 from crane.tools.split_input import join_outputs, split_input
-
-
-class UsageError(Exception):
-    """A mistake in the command line itself (exit status 2)."""
 
 
 class Invocation:

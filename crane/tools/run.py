@@ -37,11 +37,8 @@ from crane.exec.interpreter import InterpreterError, run_function
 from crane.ir.core import Operation, VerifyError
 from crane.ir.diagnostics import Diagnostic, DiagnosticError, Severity, SourceManager, render
 from crane.ir.verifier import verify
+from crane.tools.exit_codes import UsageError
 from crane.tools.inputs import input_format, parse_dims, read_source, translate
-
-
-class UsageError(Exception):
-    """A bad command line or unreadable file: one line, exit status 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:
