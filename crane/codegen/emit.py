@@ -113,7 +113,8 @@ class Emitter(TrainingEmitter):
         partial: list[list[Buffer]] = [[] for _ in op.results]
         steps = [temporal_chunks(op, part, self.ctx.step_budget, self.ctx.elem_bytes,
                                  self.ctx.chunk_budget) for _, part in parts]
-        streamed = [self._streamed(op, part) for _, part in parts]
+        # All parts stream or none: readers never find a result half on chip, half in DRAM.
+        streamed = [any(self._streamed(op, part) for _, part in parts)] * len(parts)
         stepped = any(len(s) > 1 for s in steps)
         # A part run in steps fills one buffer of its whole output, window by window, so
         # readers see one piece per tile, not one per step.

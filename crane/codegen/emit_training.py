@@ -62,7 +62,8 @@ class TrainingEmitter(Statistics):
         if not options:
             return False
         division = min(options, key=lambda o: (self._arrivals(op, o, home.tiles), -len(o.boxes)))
-        runs = [self._run_of(op, tile, box, part, home.port)
+        held = self._held(division.parts)
+        runs = [self._run_of(op, tile, box, part, held, home.port)
                 for tile, box, part in zip(home.tiles, division.boxes, division.parts, strict=False)]
         for k in range(max(len(r.steps.parts) for r in runs)):
             now = [r for r in runs if k < len(r.steps.parts)]
@@ -94,10 +95,17 @@ class TrainingEmitter(Statistics):
         return sum(volume(cut) for p in self.pieces.get(value, ())
                    if p.buffer.tile == tile and self._usable(p) and (cut := intersect(p.box, box)))
 
-    def _run_of(self, op: Operation, tile: int, box: Box, part: Part, port: int) -> _Run:
+    def _held(self, parts: Sequence[Part]) -> tuple[bool, ...]:
+        """Per result, whether every part's box of it fits ``Context.hold_budget`` (then all
+        stay on chip; else all go to DRAM, so readers never find a result half in each)."""
+        count = max((len(p.outs) for p in parts), default=0)
+        return tuple(all(self.ctx.elem_bytes * volume(p.outs[k]) <= self.ctx.hold_budget
+                         for p in parts if k < len(p.outs)) for k in range(count))
+
+    def _run_of(self, op: Operation, tile: int, box: Box, part: Part, held: tuple[bool, ...],
+                port: int) -> _Run:
         steps = training_steps(op, box, self.ctx.training_budget, self.ctx.elem_bytes)
-        held = tuple(self.ctx.elem_bytes * volume(b) <= self.ctx.hold_budget for b in part.outs)
-        return _Run(tile, part, steps, held, port, [None] * len(part.outs))
+        return _Run(tile, part, steps, held[:len(part.outs)], port, [None] * len(part.outs))
 
     # ----- steps
     def _step(self, op: Operation, run: _Run, step: Part, ins: Sequence[Buffer | None]) -> None:

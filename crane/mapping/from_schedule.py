@@ -21,8 +21,8 @@ from crane.cost.workload import Workload
 from crane.dialects.segment import BlockOp
 from crane.dialects.segment_tables import ScT, grid
 from crane.hardware.machine import Machine
-from crane.ir.attributes import DenseIntsAttr, IntAttr
-from crane.mapping.problem import BlockProblem, Flow, Grid
+from crane.ir.attributes import ArrayAttr, DenseIntsAttr, IntAttr
+from crane.mapping.problem import BlockProblem, Flow, Grid, Mapping
 from crane.schedule.block import Block
 from crane.schedule.evaluate import direct_take
 from crane.schedule.record import block_of
@@ -125,3 +125,9 @@ def problem_of(op: BlockOp, machine: Machine, workload: Workload | None) -> Bloc
         op.label, op.layer_names, (tables.sct, tables.met.sram), tables.deps, op.tile_split(),
         tuple(fused) if isinstance(fused, DenseIntsAttr) else (),
         max(1, subbatch.value) if isinstance(subbatch, IntAttr) else 1, machine, workload)
+
+
+def mapping_attributes(mapping: Mapping) -> dict[str, ArrayAttr | DenseIntsAttr]:
+    """The ``placement`` and ``ports`` attributes of a mapping (Interface 1)."""
+    return {"placement": ArrayAttr(tuple(DenseIntsAttr(t) for t in mapping.flat_placement())),
+            "ports": DenseIntsAttr(tuple(mapping.flat_ports()))}

@@ -19,6 +19,9 @@ from crane.passes.pass_base import Pass
 ALLOC_ATTR = "crane.alloc"
 """Module attribute with the allocation figures over all tiles."""
 
+Overflowed = tuple[ProgramOp, ProgramBuffers, AllocationError]
+"""A program that does not fit, its buffers and the allocator's error."""
+
 NOTED = 8
 """How many live buffers (the largest) get a note of their own in an overflow error."""
 
@@ -47,9 +50,10 @@ class Alloc(Pass):
     ones included.
 
     The capacity is the targeted ``hw.machine``'s ``sram_bytes`` (``edge`` when the module
-    names none). A tile that does not fit is an error at its ``tile.program``, with notes at
-    the instruction where it fails and at every buffer live there (name and bytes); its
-    offsets are left unchanged.
+    names none). When tiles do not fit, one error is reported, at the first such
+    ``tile.program``, with notes at the instruction where it fails, at every buffer live
+    there (name and bytes) and one counting the other tiles; no offset is changed. (After
+    ``segment``'s SRAM account, ``crane.codegen.account``, a lowered plan always fits.)
 
     The module gets ``crane.alloc = {tiles, peak_bytes_max, peak_bytes_mean,
     fragmentation_max, fragmentation_mean, single_buffered_tiles}`` (peak = highest byte used on a tile;
@@ -76,7 +80,11 @@ class Alloc(Pass):
         body = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
         programs = [p for p in body.ops if isinstance(p, ProgramOp)] if body is not None else []
         machine = machine_of(op) or Machine.edge()
-        done = [r for r in (self.allocate(p, machine, op, ctx) for p in programs) if r]
+        failed: list[Overflowed] = []
+        done = [r for r in (self.allocate(p, machine, failed, ctx) for p in programs) if r]
+        if failed:
+            self.report(failed, op, machine, ctx)
+            return
         if not done:
             return
         results = [allocation for allocation, _ in done]
@@ -95,9 +103,10 @@ class Alloc(Pass):
         ctx.statistic("fragmentation-max-permille", round(1000 * max(frags)))
         ctx.statistic("fragmentation-mean-permille", round(1000 * sum(frags) / len(frags)))
 
-    def allocate(self, program: ProgramOp, machine: Machine, module: Operation,
+    def allocate(self, program: ProgramOp, machine: Machine, failed: list[Overflowed],
                  ctx: PassContext) -> tuple[Allocation, bool] | None:
-        """Allocate one program and write its offsets; None (and an error) if it overflows.
+        """Allocate one program and write its offsets; None (added to ``failed``) if it
+        overflows.
 
         The flag says whether the program is double-buffered."""
         buffers = program_buffers(program)
@@ -105,7 +114,7 @@ class Alloc(Pass):
             result, double = allocate_program(buffers, machine.sram_bytes, program.tile,
                                               self.alignment, self.double_buffer)
         except AllocationError as problem:
-            self.report(program, module, buffers, problem, machine, ctx)
+            failed.append((program, buffers, problem))
             return None
         for alloc_op, offset in zip(buffers.allocs, result.offsets, strict=True):
             alloc_op.attributes["offset"] = IntAttr(offset)
@@ -116,13 +125,15 @@ class Alloc(Pass):
         return result, double
 
     @staticmethod
-    def report(program: ProgramOp, module: Operation, buffers: ProgramBuffers,
-               problem: AllocationError, machine: Machine, ctx: PassContext) -> None:
-        """The overflow error, with notes at the failing instruction and the live buffers.
+    def report(failed: list[Overflowed], module: Operation, machine: Machine,
+               ctx: PassContext) -> None:
+        """One overflow error, for the first tile that overflows, with notes at the failing
+        instruction and the live buffers, and a last note counting the other tiles.
 
         Reported at the program, or at the module when the program has no location (IR
-        built by a pass). A last note gives the live bytes at the machine's element width
+        built by a pass). A note gives the live bytes at the machine's element width
         when that differs from the IR's element types (``Machine.data_bytes``)."""
+        program, buffers, problem = failed[0]
         where = buffers.instructions[problem.instruction]
         anchor = module if isinstance(program.location, UnknownLoc) else program
         diag = ctx.emit_error(anchor, f"{problem} ('{where.name}')")
@@ -140,3 +151,6 @@ class Alloc(Pass):
         if narrow != problem.live_bytes:
             diag.attach_note(f"at the machine's {machine.data_bytes}-byte elements these buffers "
                              f"would take {narrow:,} bytes; the IR's element types size them here")
+        if len(failed) > 1:
+            tiles = ", ".join(str(p.tile) for p, _, _ in failed[1:])
+            diag.attach_note(f"{len(failed) - 1} more tiles run out of SRAM too ({tiles})")

@@ -10,10 +10,10 @@ from crane.cost.workload import Workload
 from crane.dialects.hw import machine_of
 from crane.dialects.segment import BlockOp, ScheduleOp
 from crane.hardware.machine import Machine
-from crane.ir.attributes import ArrayAttr, DenseIntsAttr, StringAttr
+from crane.ir.attributes import StringAttr
 from crane.ir.core import Operation
 from crane.ir.location import UnknownLoc
-from crane.mapping.from_schedule import problem_of
+from crane.mapping.from_schedule import mapping_attributes, problem_of
 from crane.mapping.heuristic import place
 from crane.mapping.hops import hop_bytes
 from crane.mapping.legality import check
@@ -22,12 +22,6 @@ from crane.mapping.search import search
 from crane.passes.context import PassContext
 from crane.passes.pass_base import Pass
 from crane.schedule.from_graph import workload_of
-
-
-def mapping_attributes(mapping: Mapping) -> dict[str, ArrayAttr | DenseIntsAttr]:
-    """The ``placement`` and ``ports`` attributes of a mapping (Interface 1)."""
-    return {"placement": ArrayAttr(tuple(DenseIntsAttr(t) for t in mapping.flat_placement())),
-            "ports": DenseIntsAttr(tuple(mapping.flat_ports()))}
 
 
 def _workloads(module: Operation, machine: Machine) -> dict[str, Workload | None]:

@@ -8,9 +8,13 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
+from crane.codegen.account import SramAccount, sram_account
+from crane.codegen.ownership import CodegenError
+from crane.codegen.plan import block_phase
 from crane.cost.bounds import lower_bounds
 from crane.cost.report import COST_ATTR, cost_attribute
 from crane.cost.workload import Workload
+from crane.dialects.graph import FuncOp
 from crane.dialects.graph_batch import graph_batch
 from crane.dialects.hw import machine_of, retarget
 from crane.dialects.segment import BlockOp, ScheduleOp
@@ -139,6 +143,22 @@ def combine(summaries: list[dict[str, float]]) -> dict[str, float]:
     return total
 
 
+def report_overflow(func: FuncOp, account: SramAccount, machine: Machine,
+                    ctx: PassContext) -> None:
+    """One error for a plan whose buffers overflow SRAM: at the graph op making the largest
+    live value of the first tile that overflows, with the other tiles counted in a note."""
+    first = account.overflows[0]
+    made_by = {r.name_hint: op for op in func.body.ops for r in op.results if r.name_hint}
+    at = next((made_by[v] for v, _ in first.values if v in made_by), func)
+    diag = ctx.emit_error(at, f"the schedule does not fit '{machine.name}' SRAM: "
+                              f"{first.describe()}")
+    if len(account.overflows) > 1:
+        worst = max(account.overflows, key=lambda o: o.needed)
+        diag.attach_note(f"{len(account.overflows) - 1} more tiles overflow too (the worst, "
+                         f"tile {worst.tile}, needs {worst.needed:,} bytes in phase "
+                         f"'{worst.phase}')")
+
+
 @dataclass(frozen=True)
 class Segment(Pass):
     """Choose an inter-layer schedule for every ``graph.func`` and cost it.
@@ -191,6 +211,12 @@ class Segment(Pass):
     recompute: Literal["crane", "keep", "full"] = "crane"
     """Training only: crane (per-block choice of the sub-batches kept, within DRAM), keep
     (every activation kept) or full (every activation recomputed)."""
+    sram_account: bool = True
+    """Lower the chosen plan (``crane.codegen.account``: map's heuristic placement, codegen,
+    alloc's allocator) and refuse it, located, when a tile's buffers do not fit; the cost's
+    ``peak_sram_bytes`` is then the busiest tile's allocated peak. Off (or for the training
+    plan of a network ``autodiff`` has not expanded yet, which has no program): the cost
+    model's estimate (faster, for sweeps)."""
     mode: Literal["auto", "inference", "training"] = "auto"
     """auto: a training step for a function with a training section or made by autodiff,
     else inference; inference: the forward pass only (not of a training step); training:
@@ -234,9 +260,11 @@ class Segment(Pass):
             ctx.emit_error(func, f"cannot schedule: {problem}")
             return None
         seconds = time.perf_counter() - began
-        self.replace_schedule(func, name, schedule_op(name, found, self.objective, machine))
+        made = schedule_op(name, found, self.objective, machine)
+        self.replace_schedule(func, name, made)
         self.count(ctx, len(workload), [c.plan for c in found.blocks], 0)
-        return cost_summary(found, workload, machine, seconds)
+        return self.audit(func, made, machine, cost_summary(found, workload, machine, seconds),
+                          ctx)
 
     def trains(self, func: Operation, ctx: PassContext) -> bool | None:
         """Whether ``func`` is scheduled as a training step (``mode``); None after an error."""
@@ -265,11 +293,35 @@ class Segment(Pass):
                                  f"has {_size(capacity)} (recompute={self.recompute})")
             return None
         seconds = time.perf_counter() - began
-        self.replace_schedule(func, name, training_op(name, self.policy, trained,
-                                                      self.objective, machine))
+        made = training_op(name, self.policy, trained, self.objective, machine)
+        self.replace_schedule(func, name, made)
         backward = [pb.plan for t in trained.blocks for pb in t.backward]
         self.count(ctx, len(workload), [t.choice.plan for t in trained.blocks], len(backward))
-        return training_summary(trained, workload, machine, seconds)
+        return self.audit(func, made, machine,
+                          training_summary(trained, workload, machine, seconds), ctx)
+
+    def audit(self, func: Operation, made: ScheduleOp, machine: Machine,
+              summary: dict[str, float], ctx: PassContext) -> dict[str, float] | None:
+        """The summary with the plan's exact SRAM peak (``sram-account``), or None after
+        refusing a plan whose buffers do not fit or that cannot be lowered."""
+        if not self.sram_account or not isinstance(func, FuncOp):
+            return summary
+        if "training_step" not in func.attributes and any(
+                block_phase(b) != "forward" for b in made.blocks):
+            return summary  # a training step's plan before autodiff: no program to account yet
+        try:
+            account = sram_account(func, made, machine)
+        except CodegenError as problem:
+            ctx.emit_error(problem.op or func, f"the schedule cannot be lowered: {problem.message}")
+            return None
+        except ValueError as problem:
+            ctx.emit_error(func, f"the schedule cannot be placed: {problem}")
+            return None
+        if account.fits:
+            ctx.statistic("sram-peak-bytes", account.peak_bytes)
+            return {**summary, "peak_sram_bytes": account.peak_bytes}
+        report_overflow(func, account, machine, ctx)
+        return None
 
     @staticmethod
     def count(ctx: PassContext, layers: int, forward: list[Plan], backward: int) -> None:
