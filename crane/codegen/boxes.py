@@ -59,3 +59,29 @@ def split_span(start: int, stop: int, parts: int) -> list[tuple[int, int]]:
 
 def text(box: Box) -> str:
     return "[" + ", ".join(f"{a}:{b}" for a, b in box) + "]"
+
+
+def subtract(box: Box, hole: Box) -> list[Box]:
+    """``box`` minus ``hole``: at most two disjoint slabs per axis."""
+    if intersect(box, hole) is None:
+        return [box]
+    left: list[Box] = []
+    rest = box
+    for axis, ((a, b), (c, d)) in enumerate(zip(box, hole, strict=True)):
+        lo, hi = max(a, c), min(b, d)
+        if a < lo:
+            left.append(with_axis(rest, axis, (a, lo)))
+        if hi < b:
+            left.append(with_axis(rest, axis, (hi, b)))
+        rest = with_axis(rest, axis, (lo, hi))
+    return left
+
+
+def covers(boxes: Sequence[Box], box: Box) -> bool:
+    """Whether the union of ``boxes`` (which may overlap or repeat) holds all of ``box``."""
+    left = [box]
+    for other in dict.fromkeys(boxes):
+        left = [piece for part in left for piece in subtract(part, other)]
+        if not left:
+            return True
+    return not left

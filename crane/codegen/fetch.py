@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from crane.codegen.boxes import Box, contains, extent, intersect, text, volume, with_axis
+from crane.codegen.boxes import Box, contains, covers, extent, intersect, text, volume, with_axis
 from crane.codegen.chip import Chip, Spread
 from crane.codegen.context import Context, Piece, is_resident, is_weight
 from crane.codegen.ownership import CodegenError
@@ -213,8 +213,7 @@ class Fetcher:
             return found
         if not is_resident(value):
             stored = [b for b, at in self.stored.get(value, ()) if at < self.synced]
-            covered = sum(volume(c) for b in stored if (c := intersect(b, box)) is not None)
-            if covered != volume(box):
+            if not covers(stored, box):  # partial sums store one box several times
                 raise CodegenError(f"codegen bug: {text(box)} of '{value.name_hint}' is neither "
                                    f"on chip nor in DRAM in phase {self.phase}", value.owner_op)
         loaded = self.chip.load(value, box, tile, port)

@@ -153,4 +153,5 @@ class Alloc(Pass):
                              f"would take {narrow:,} bytes; the IR's element types size them here")
         if len(failed) > 1:
             tiles = ", ".join(str(p.tile) for p, _, _ in failed[1:])
-            diag.attach_note(f"{len(failed) - 1} more tiles run out of SRAM too ({tiles})")
+            more = "1 more tile runs" if len(failed) == 2 else f"{len(failed) - 1} more tiles run"
+            diag.attach_note(f"{more} out of SRAM too ({tiles})")

@@ -154,7 +154,9 @@ def report_overflow(func: FuncOp, account: SramAccount, machine: Machine,
                               f"{first.describe()}")
     if len(account.overflows) > 1:
         worst = max(account.overflows, key=lambda o: o.needed)
-        diag.attach_note(f"{len(account.overflows) - 1} more tiles overflow too (the worst, "
+        more = "1 more tile overflows" if len(account.overflows) == 2 else \
+            f"{len(account.overflows) - 1} more tiles overflow"
+        diag.attach_note(f"{more} too (the worst, "
                          f"tile {worst.tile}, needs {worst.needed:,} bytes in phase "
                          f"'{worst.phase}')")
 

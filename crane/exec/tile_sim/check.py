@@ -82,9 +82,9 @@ class Comparison:
             return "FAIL"
         if self.noise is None:
             return "ok"
-        if self.own_forward:
-            return "own-forward"
-        return "ill-conditioned" if self.noise > self.rtol else "rounding"
+        if self.noise > self.rtol:
+            return "ill-conditioned"
+        return "own-forward" if self.own_forward else "rounding"
 
 
 @dataclass(frozen=True, slots=True)
