@@ -3,6 +3,7 @@ by ``autodiff`` pass options."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -71,8 +72,8 @@ def resolve_training(section: Attribute | None, optimizer: str = "", loss: str =
     for key, default in known.items():
         value = given.get(key, hyper.get(key, default))
         merged[key] = DEFAULT_LR if value is None else value
-    if not float(merged["lr"]) > 0:
-        raise TrainingConfigError(f"the learning rate must be positive, got {merged['lr']}")
+    if not 0 < float(merged["lr"]) < math.inf:
+        raise TrainingConfigError(f"the learning rate must be positive (and finite), got {merged['lr']}")
     if step < 1:
         raise TrainingConfigError(f"the step count starts at 1, got {step}")
     return TrainingConfig(loss or base_loss, name, merged, step)

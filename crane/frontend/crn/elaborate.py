@@ -24,6 +24,7 @@ from crane.frontend.errors import CrnError, CrnErrors
 from crane.frontend.model import Network, Optimizer, Training
 from crane.frontend.optimizers import OPTIMIZERS
 from crane.hardware.machine import Machine, builtin_machines
+from crane.limits import BATCH
 
 Reader = Callable[[Path], str]
 
@@ -232,9 +233,10 @@ def _batch(ctx: Ctx, frame: Frame, body: tuple[ast.Stmt, ...], trains: list[ast.
         if isinstance(problem, CrnError):
             ctx.errors.append(problem)
         return 1
-    if value > 0:
+    out_of_range = BATCH.check("the batch size", value)
+    if out_of_range is None:
         return value
-    ctx.errors.append(ctx.error(frame.file, stmts[0].value.pos, f"the batch size must be positive, got {value}"))
+    ctx.errors.append(ctx.error(frame.file, stmts[0].value.pos, out_of_range))
     return 1
 
 
