@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated, Literal
 
 from crane.autodiff import (
     AutodiffError,
@@ -15,6 +16,7 @@ from crane.autodiff import (
 from crane.dialects.graph import FuncOp
 from crane.ir.core import Operation
 from crane.passes.context import PassContext
+from crane.passes.options import Between
 from crane.passes.pass_base import Pass
 
 
@@ -39,27 +41,27 @@ class Autodiff(Pass):
     summary = "expand networks into training steps (backward ops and optimizer updates)"
     anchor = "graph.func"
 
-    optimizer: str = ""
+    optimizer: Literal["", "sgd", "momentum", "adam"] = ""
     """sgd, momentum or adam; empty keeps the training section's (sgd without one)."""
     loss: str = ""
     """Name of the loss value; empty keeps the section's (or the only loss layer)."""
-    lr: float | None = None
+    lr: Annotated[float, Between(0, 1e6, open_low=True)] | None = None
     """Learning rate."""
-    momentum: float | None = None
+    momentum: Annotated[float, Between(0, 1)] | None = None
     """Momentum factor (momentum optimizer)."""
-    weight_decay: float | None = None
+    weight_decay: Annotated[float, Between(0, 1e6)] | None = None
     """L2 weight decay added to the gradients."""
-    beta1: float | None = None
+    beta1: Annotated[float, Between(0, 1, open_high=True)] | None = None
     """Adam first-moment decay."""
-    beta2: float | None = None
+    beta2: Annotated[float, Between(0, 1, open_high=True)] | None = None
     """Adam second-moment decay."""
-    eps: float | None = None
+    eps: Annotated[float, Between(0, 1, open_low=True)] | None = None
     """Adam denominator epsilon."""
     nesterov: bool | None = None
     """Nesterov momentum."""
-    step: int = 1
+    step: Annotated[int, Between(1, 2**31 - 1)] = 1
     """Adam step count used for bias correction."""
-    attach_loss: str = ""
+    attach_loss: Literal["", "mse", "cross_entropy"] = ""
     """(``attach-loss``) mse or cross_entropy: first add that loss on the first output against a new
     ``%target`` argument (for networks without a loss); implies training."""
 

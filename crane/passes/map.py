@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 from crane.dialects.hw import machine_of
 from crane.dialects.segment import BlockOp, ScheduleOp
@@ -19,6 +19,7 @@ from crane.mapping.legality import check
 from crane.mapping.problem import BlockProblem, Mapping
 from crane.mapping.search import search
 from crane.passes.context import PassContext
+from crane.passes.options import Between
 from crane.passes.pass_base import Pass
 from crane.schedule.from_graph import workload_of
 from crane.schedule.workload import Workload
@@ -88,13 +89,10 @@ class Map(Pass):
 
     search: Literal["heuristic", "z3"] = "heuristic"
     """heuristic (snake layouts) or z3 (Z3 minimises hop-bytes on small meshes)."""
-    timeout: float = 2.0
+    timeout: Annotated[float, Between(0, 3600, open_low=True)] = 2.0
     """Seconds of Z3 optimisation per block (search=z3)."""
 
     def run(self, op: Operation, ctx: PassContext) -> None:
-        if self.timeout <= 0:
-            ctx.emit_error(op, f"'timeout' must be positive, got {self.timeout}")
-            return
         body = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
         schedules = [s for s in (body.ops if body is not None else ()) if isinstance(s, ScheduleOp)]
         if not schedules:

@@ -21,6 +21,7 @@ from crane.ir.printer import print_op
 from crane.ir.verifier import verify
 from crane.passes.context import PassContext
 from crane.passes.map import Map
+from crane.passes.options import OptionValueError
 from crane.passes.segment import Segment
 from crane.tools.inputs import parse_ir, translate
 
@@ -136,7 +137,8 @@ def _map_text(text: str, verified: bool = True) -> list[str]:
 
 @pytest.mark.parametrize(("old", "new", "constraint"), [
     ("array<i64: 3, 2>, array<i64>", "array<i64: 1, 2>, array<i64>", "Map.tile_exclusive"),
-    ("sram_bytes = 1048576", "sram_bytes = 32", "Map.sram_capacity"),
+    # SRAM down to the least a machine may have (1 KiB) and the image up to overflow it.
+    ("sram_bytes = 1048576", "sram_bytes = 1024", "Map.sram_capacity"),
     ("array<i64: 3, 2>, array<i64>", "array<i64: 3, 6>, array<i64>", "Map.route_valid"),
     ("ports = array<i64: 0, -1, 0, 1,", "ports = array<i64: 0, -1, 0, 4,", "Map.port_reachable"),
 ])
@@ -145,6 +147,8 @@ def test_each_hand_edited_mutation_names_its_constraint(old: str, new: str,
     text = _valid_chunk()
     assert _map_text(text) == []
     assert old in text
+    if constraint == "Map.sram_capacity":
+        text = text.replace("8x8", "64x64")
     errors = _map_text(text.replace(old, new))
     assert errors and any(constraint in e for e in errors), errors
     assert all(e.startswith("illegal mapping: violates Map.") for e in errors)
@@ -185,7 +189,10 @@ def test_impossible_capacity_is_reported_at_the_function() -> None:
 
 def test_bad_timeout_and_empty_module() -> None:
     module = parse_ir(_valid_chunk(), "hand.mlir", default_context())
-    assert _errors(_run(module, Map(timeout=0))) == ["'timeout' must be positive, got 0"]
+    with pytest.raises(OptionValueError, match="option 'timeout' of pass 'map' expects a number "
+                       "above 0 and at most 3600, got '0'"):
+        Map(timeout=0)
+    assert _errors(_run(module, Map(timeout=0.5))) == []
     empty = parse_ops(default_context(), "builtin.module {\n}\n", "e.mlir")[0]
     assert _errors(_run(empty, Map())) == []
 
