@@ -26,8 +26,9 @@ from crane.dse.run import Lost, dask_client, run_dask, run_serial
 from crane.dse.sweep import Sweep, read_sweep
 from crane.dse.workload import inspect_workload
 from crane.ir.diagnostics import DiagnosticError, SourceManager, render
-from crane.tools.dse import EXIT_DIAGNOSTICS, EXIT_INTERRUPTED, EXIT_OK, UsageError
+from crane.tools.dse import EXIT_DIAGNOSTICS, EXIT_INTERRUPTED, EXIT_OK
 from crane.tools.dse_point import describe, evaluate
+from crane.tools.guard import UsageError
 
 PLOT_COLUMNS = ("batch", "rows", "cols", "sram_bytes", "noc_bandwidth", "dram_bandwidth",
                 "policy", "objective")
@@ -221,7 +222,7 @@ def _plot(records: list[dict[str, Any]], output: str, per_sample: bool,
     except ValueError as problem:
         raise UsageError(str(problem)) from None
     except OSError as problem:
-        raise UsageError(f"cannot write '{output}': {problem.strerror}") from None
+        raise UsageError(f"-o: cannot write '{output}': {problem.strerror}") from None
     print(front_table(drawn, per_sample, PLOT_COLUMNS))
     _print(f"crane-dse: wrote {output}")
 

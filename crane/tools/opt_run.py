@@ -24,6 +24,7 @@ from crane.passes.plugins import (
 )
 from crane.passes.registry import PassRegistry
 from crane.tools.expected_diagnostics import verify_diagnostics
+from crane.tools.guard import UsageError
 from crane.tools.inputs import input_format, parse_dims, read_source
 from crane.tools.ir_printing import IRPrinting, IRPrintingOptions
 from crane.tools.list_passes import format_pass_list
@@ -32,10 +33,6 @@ from crane.tools.opt import EXIT_DIAGNOSTICS, EXIT_OK, EXIT_USAGE
 from crane.tools.opt_session import ChunkResult, OptSession, emitted_for_checking
 from crane.tools.pictures import PictureRequest, emit_picture, picture_request
 from crane.tools.split_input import join_outputs, split_input
-
-
-class UsageError(Exception):
-    """A mistake in the command line itself (exit status 2)."""
 
 
 class Invocation:
@@ -204,7 +201,7 @@ class Invocation:
         if self.args.cost_report == "-":
             print(format_cost_table(report), file=sys.stderr)
             return True
-        self._write_atomically(self.args.cost_report, json.dumps(report, indent=2) + "\n")
+        self._write_atomically(self.args.cost_report, json.dumps(report, indent=2) + "\n", "--cost-report")
         return True
 
     def _report(self, result: ChunkResult, raw: str, first_line: int, filename: str) -> bool:
@@ -232,14 +229,14 @@ class Invocation:
         if target is None or target == "-":
             sys.stdout.write(colorize(text, "ir") if use_color(self.args.color, sys.stdout) else text)
             return
-        self._write_atomically(target, text)
+        self._write_atomically(target, text, "-o")
 
     @staticmethod
-    def _write_atomically(target: str, text: str) -> None:
+    def _write_atomically(target: str, text: str, flag: str) -> None:
         try:
             write_atomically(target, text)
         except OSError as exc:
-            raise UsageError(f"cannot write '{target}': {exc.strerror or exc}") from exc
+            raise UsageError(f"{flag}: cannot write '{target}': {exc.strerror or exc}") from exc
 
     def write_crash_reproducer(self) -> None:
         """Input plus pipeline, so that the crash can be replayed (``--crash-reproducer``)."""
@@ -249,5 +246,10 @@ class Invocation:
         pipeline = self.args.pipeline or ""
         header = (f"// crane-opt crash reproducer\n// RUN: crane-opt %s -p '{pipeline}'"
                   f"{' --split-input-file' if self.args.split_input_file else ''}\n")
-        Path(target).write_text(header + self.input_text, encoding="utf-8")
+        try:
+            write_atomically(target, header + self.input_text)
+        except OSError as exc:
+            print(f"crane-opt: error: --crash-reproducer: cannot write '{target}': "
+                  f"{exc.strerror or exc}", file=sys.stderr)
+            return
         print(f"crane-opt: wrote a crash reproducer to {target}", file=sys.stderr)

@@ -37,11 +37,9 @@ from crane.exec.interpreter import InterpreterError, run_function
 from crane.ir.core import Operation, VerifyError
 from crane.ir.diagnostics import Diagnostic, DiagnosticError, Severity, SourceManager, render
 from crane.ir.verifier import verify
+from crane.limits import MAX_BATCH
+from crane.tools.guard import MAX_SEED, UsageError, check_finite, check_whole, guarded
 from crane.tools.inputs import input_format, parse_dims, read_source, translate
-
-
-class UsageError(Exception):
-    """A bad command line or unreadable file: one line, exit status 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,14 +64,29 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--lr", type=float, default=None, help="override the learning rate")
     parser.add_argument("--save", default=None, metavar="DIR", help="write every output to DIR/<name>.npy")
     parser.add_argument("--show", type=int, default=4, help="how many leading values to print (default 4)")
+    parser.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
     return parser
+
+
+def check_flags(args: argparse.Namespace) -> None:
+    """UsageError for a number flag outside its range (shared with ``crane-sim``)."""
+    check_whole("--seed", args.seed, 0, MAX_SEED)
+    check_whole("--show", args.show, 0, 1_000_000)
+    check_finite("--lr", getattr(args, "lr", None), 0.0, above=True)
+    if getattr(args, "onnx_batch", None) is not None and args.onnx_batch > 0:
+        check_whole("--onnx-batch", args.onnx_batch, 1, MAX_BATCH)
+
+
+def flag_of(what: str) -> str:
+    """The flag a file named in a message came from: ``input 'x'`` from ``--input``."""
+    return "--input" if what.startswith("input") else "--weights"
 
 
 def _load_npy(path: str, what: str) -> np.ndarray:
     try:
         return np.asarray(np.load(path, allow_pickle=False))
     except (OSError, ValueError, EOFError) as problem:
-        raise UsageError(f"cannot read {what} '{path}': {problem}") from None
+        raise UsageError(f"{flag_of(what)}: cannot read {what} '{path}': {problem}") from None
 
 
 def _inputs(specs: Sequence[str]) -> dict[str, np.ndarray]:
@@ -102,7 +115,7 @@ def _load_npz(path: str) -> dict[str, np.ndarray]:
         with np.load(path, allow_pickle=False) as archive:
             return {name: np.asarray(archive[name]) for name in archive.files}
     except (OSError, ValueError, EOFError) as problem:
-        raise UsageError(f"cannot read weights '{path}': {problem}") from None
+        raise UsageError(f"--weights: cannot read weights '{path}': {problem}") from None
 
 
 def _onnx(args: argparse.Namespace) -> tuple[Operation, dict[str, np.ndarray]]:
@@ -130,7 +143,9 @@ def _pick_function(module: Operation, name: str | None) -> FuncOp:
         symbol = getattr(func.attributes.get("sym_name"), "value", None)
         if name is None or symbol == name:
             return func
-    raise UsageError(f"no graph.func named '{name}'" if name else "the input holds no graph.func")
+    if name:
+        raise UsageError(f"--func: no graph.func named '{name}'")
+    raise DiagnosticError.at(module.location, "the input holds no graph.func to run")
 
 
 def _train(func: FuncOp, args: argparse.Namespace) -> None:
@@ -167,7 +182,7 @@ def _save(outputs: dict[str, np.ndarray], directory: str) -> None:
         for name, array in outputs.items():
             np.save(root / f"{name}.npy", array)
     except OSError as problem:
-        raise UsageError(f"cannot write to '{directory}': {problem}") from None
+        raise UsageError(f"--save: cannot write to '{directory}': {problem}") from None
 
 
 def _read_input(path: str) -> tuple[str, str]:
@@ -182,6 +197,7 @@ def _read_input(path: str) -> tuple[str, str]:
 
 def run(args: argparse.Namespace, sources: SourceManager) -> int:
     """Run the command; returns the exit status (raises for located and usage errors)."""
+    check_flags(args)
     fmt = input_format("<stdin>" if args.input == "-" else args.input, args.input_format)
     model_weights: dict[str, np.ndarray] = {}
     if fmt == "onnx":
@@ -210,14 +226,19 @@ def _located(message: str, op: Operation | None, sources: SourceManager) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    """Entry point; returns the exit status (:func:`crane.tools.guard.guarded`)."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse reports usage errors itself, with status 2
+        return int(exc.code or 0)
     sources = SourceManager()
+    return guarded("crane-run", lambda: _reported(args, sources), args.debug)
+
+
+def _reported(args: argparse.Namespace, sources: SourceManager) -> int:
+    """:func:`run`, with errors in the input or the run printed (exit status 1)."""
     try:
         return run(args, sources)
-    except UsageError as problem:
-        print(f"crane-run: error: {problem}", file=sys.stderr)
-        return 2
     except DiagnosticError as problem:
         for diag in problem.diagnostics:
             print(render(diag, sources), file=sys.stderr)

@@ -65,25 +65,25 @@ builtin.module @two attributes {crane.machine = @mesh2x2} {
 
 // -----
 
-// The machine's SRAM edited down (to 1 KiB, the least a machine may have) and the image up: the held activations (one sub-batch of 'a', spread
+// The machine's SRAM edited down: the held activations (one sub-batch of 'a', spread
 // over the four tiles) no longer fit.
 builtin.module @two attributes {crane.machine = @mesh2x2} {
-  hw.machine {sym_name = "mesh2x2", rows = 2, cols = 2, macs_per_cycle = 1024, sram_bytes = 1024, frequency_hz = 1000000000.0, data_bytes = 1, noc_bandwidth = 24000000000.0, noc_hop_pj_per_byte = 5.6, dram_bandwidth = 16000000000.0, dram_pj_per_byte = 60.0, mac_pj = 0.018, sram_read_pj_per_byte = 1.05, sram_write_pj_per_byte = 1.87, vector_lanes = 64, vector_op_pj = 0.0873, dram_ports = array<i64: 0, 0, 1, 0, 0, 1, 1, 1>} : () -> ()
-  graph.func @two(%image: tensor<1x3x64x64xf32>) -> tensor<1x4x64x64xf32> attributes {batch = 1} {
+  hw.machine {sym_name = "mesh2x2", rows = 2, cols = 2, macs_per_cycle = 1024, sram_bytes = 32, frequency_hz = 1000000000.0, data_bytes = 1, noc_bandwidth = 24000000000.0, noc_hop_pj_per_byte = 5.6, dram_bandwidth = 16000000000.0, dram_pj_per_byte = 60.0, mac_pj = 0.018, sram_read_pj_per_byte = 1.05, sram_write_pj_per_byte = 1.87, vector_lanes = 64, vector_op_pj = 0.0873, dram_ports = array<i64: 0, 0, 1, 0, 0, 1, 1, 1>} : () -> ()
+  graph.func @two(%image: tensor<1x3x8x8xf32>) -> tensor<1x4x8x8xf32> attributes {batch = 1} {
     %a.weight = graph.weight {name = "a.weight"} : () -> tensor<4x3x3x3xf32>
     %a.bias = graph.weight {name = "a.bias"} : () -> tensor<4xf32>
-    %a = graph.conv2d %image, %a.weight, %a.bias {out = 4, kernel = array<i64: 3, 3>, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1, depthwise = false, bias = true} : (tensor<1x3x64x64xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> tensor<1x4x64x64xf32>
-    %b = graph.relu %a : (tensor<1x4x64x64xf32>) -> tensor<1x4x64x64xf32>
+    %a = graph.conv2d %image, %a.weight, %a.bias {out = 4, kernel = array<i64: 3, 3>, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1, depthwise = false, bias = true} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> tensor<1x4x8x8xf32>
+    %b = graph.relu %a : (tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
     %c.weight = graph.weight {name = "c.weight"} : () -> tensor<4x4x3x3xf32>
     %c.bias = graph.weight {name = "c.bias"} : () -> tensor<4xf32>
-    %c = graph.conv2d %b, %c.weight, %c.bias {out = 4, kernel = array<i64: 3, 3>, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1, depthwise = false, bias = true} : (tensor<1x4x64x64xf32>, tensor<4x4x3x3xf32>, tensor<4xf32>) -> tensor<1x4x64x64xf32>
-    graph.return %c : tensor<1x4x64x64xf32>
+    %c = graph.conv2d %b, %c.weight, %c.bias {out = 4, kernel = array<i64: 3, 3>, stride = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, dilation = array<i64: 1, 1>, groups = 1, depthwise = false, bias = true} : (tensor<1x4x8x8xf32>, tensor<4x4x3x3xf32>, tensor<4xf32>) -> tensor<1x4x8x8xf32>
+    graph.return %c : tensor<1x4x8x8xf32>
   }
   segment.schedule ({
-    // expected-error@+4 {{illegal mapping: violates Map.sram_capacity in block 'a..c', state 0: tile 0 (row 0, col 0) of 'a' needs 4208 bytes (resident weights 112, held activations 4096) > SRAM 1024}}
-    // expected-error@+3 {{illegal mapping: violates Map.sram_capacity in block 'a..c', state 1: tile 0 (row 0, col 0) of 'a' needs 4208 bytes}}
-    // expected-error@+2 {{illegal mapping: violates Map.sram_capacity in block 'a..c', state 1: tile 3 (row 1, col 1) of 'c' needs 4244 bytes}}
-    // expected-error@+1 {{illegal mapping: violates Map.sram_capacity in block 'a..c', state 2: tile 0 (row 0, col 0) of 'c' needs 4244 bytes}}
+    // expected-error@+4 {{illegal mapping: violates Map.sram_capacity in block 'a..c', state 0: tile 0 (row 0, col 0) of 'a' needs 64 bytes (resident weights 0, held activations 64) > SRAM 32}}
+    // expected-error@+3 {{illegal mapping: violates Map.sram_capacity in block 'a..c', state 1: tile 0 (row 0, col 0) of 'a' needs 64 bytes}}
+    // expected-error@+2 {{illegal mapping: violates Map.sram_capacity in block 'a..c', state 1: tile 3 (row 1, col 1) of 'c' needs 64 bytes}}
+    // expected-error@+1 {{illegal mapping: violates Map.sram_capacity in block 'a..c', state 2: tile 0 (row 0, col 0) of 'c' needs 64 bytes}}
     segment.block {layers = ["a", "c"], subbatch = 1, subbatches = 3, shape = array<i64: 3, 2>, workloads = array<i64: 1, 2, 1>, sct = array<i64: 1, 0, 3, 2, 3, 3>, met_dram = array<i64: 1, 0, 3, 0, 3, 0>, met_sram = array<i64: 0, 0, 2, 2, 3, 3>, deps = array<i64: 0, 1>, tiles = array<i64: 4, 0, 2, 2, 0, 4>, fused = array<i64: 1, 0>, placement = [array<i64: 0, 1, 3, 2>, array<i64>, array<i64: 0, 1>, array<i64: 3, 2>, array<i64>, array<i64: 0, 1, 3, 2>], ports = array<i64: 0, -1, 0, 1, -1, 0>} : () -> ()
   }) {func = @two, policy = "crane", objective = "edp", batch = 3} : () -> ()
 }
