@@ -36,9 +36,9 @@ import re
 import sys
 import types
 import typing
-from typing import Any
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from crane.passes.pipeline_text import PassEntry, PassOption, PipelineSyntaxError, Span
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from crane.atomic import write_atomically
 from crane.dialects import default_context
