@@ -30,8 +30,10 @@ MAX_TENSOR_ELEMENTS = 2**40
 MAX_INTEGER = 2**63 - 1
 """Magnitude of the largest integer a `.crn` expression or an IR attribute may hold."""
 MAX_FILE_BYTES = 256 * 2**20
-"""The largest file a tool or a `.crn` import reads (256 MiB): text inputs, tile IR and
-ONNX models above that size are refused rather than read into memory."""
+"""The largest text file a tool or a `.crn` import reads (256 MiB): `.crn` files, IR (tile
+programs included) and sweep files above that size are refused rather than read into memory."""
+MAX_MODEL_BYTES = 2 * 2**30
+"""The largest ONNX model a tool reads (2 GiB, protobuf's own limit)."""
 
 
 @dataclass(frozen=True, slots=True)

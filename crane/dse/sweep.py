@@ -40,6 +40,7 @@ from typing import Any
 from crane import limits
 from crane.dialects.layers.values import did_you_mean
 from crane.dse.sweep_file import SweepText
+from crane.files import read_text
 from crane.frontend import units
 from crane.frontend.crn.machines import FIELDS, FieldSpec
 from crane.hardware.machine import builtin_machines
@@ -106,7 +107,7 @@ def read_sweep(path: str | Path) -> Sweep:
     Raises OSError when it cannot be read and :class:`crane.ir.diagnostics.DiagnosticError`
     for mistakes in it.
     """
-    text = Path(path).read_text(encoding="utf-8")
+    text = read_text(path)
     return parse_sweep(SweepText(str(path), text), Path(path).resolve().parent)
 
 

@@ -25,6 +25,7 @@ from crane.dse.results import ResultsFile, ResultsLocked, read_records
 from crane.dse.run import Lost, dask_client, run_dask, run_serial
 from crane.dse.sweep import Sweep, read_sweep
 from crane.dse.workload import inspect_workload
+from crane.files import read_text
 from crane.ir.diagnostics import DiagnosticError, SourceManager, render
 from crane.tools.dse import EXIT_DIAGNOSTICS, EXIT_INTERRUPTED, EXIT_OK
 from crane.tools.dse_point import describe, evaluate
@@ -47,7 +48,7 @@ def _report(problem: DiagnosticError, sources: SourceManager) -> int:
             continue
         if sources.line(position.file, 1) is None:
             with suppress(OSError, UnicodeDecodeError):
-                sources.add(position.file, Path(position.file).read_text(encoding="utf-8"))
+                sources.add(position.file, read_text(position.file))
         _print(render(diag, sources))
     return EXIT_DIAGNOSTICS
 

@@ -9,6 +9,7 @@ import sys
 from crane.atomic import write_atomically
 from crane.dialects import default_context
 from crane.dialects.builtin import ModuleOp
+from crane.files import describe
 from crane.hardware.machine import Machine
 from crane.highlight import color_diagnostics, colorize, use_color
 from crane.ir.diagnostics import DiagnosticEngine, render
@@ -104,14 +105,12 @@ class Invocation:
     def _read_input(self) -> tuple[str | bytes, str]:
         name = self.args.input
         fmt = input_format("<stdin>" if name == "-" else name, self.args.input_format)
-        if name == "-":
-            return read_source(name, fmt), "<stdin>"
         try:
-            return read_source(name, fmt), name
+            return read_source(name, fmt), "<stdin>" if name == "-" else name
         except FileNotFoundError as exc:
             raise UsageError(f"cannot open input file '{name}': no such file") from exc
         except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read input file '{name}': {exc}") from exc
+            raise UsageError(f"cannot read input file '{name}': {describe(exc)}") from exc
 
     def _session(self, pipeline: OpPipeline | None, filename: str) -> OptSession:
         args = self.args
@@ -138,7 +137,7 @@ class Invocation:
         try:
             return resolve_machine(spec)
         except MachineNotFound as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(f"--machine: {exc}") from None
 
     def _frontend_options(self, fmt: str) -> dict[str, object]:
         """``--onnx-*``, for the ONNX frontend only (``--machine`` retargets any input)."""

@@ -34,6 +34,7 @@ from crane.autodiff import (
 from crane.dialects import default_context
 from crane.dialects.graph import FuncOp
 from crane.exec.interpreter import InterpreterError, run_function
+from crane.files import STDIN, check_regular, describe, read_text
 from crane.ir.core import Operation, VerifyError
 from crane.ir.diagnostics import Diagnostic, DiagnosticError, Severity, SourceManager, render
 from crane.ir.verifier import verify
@@ -84,6 +85,7 @@ def flag_of(what: str) -> str:
 
 def _load_npy(path: str, what: str) -> np.ndarray:
     try:
+        check_regular(path)
         return np.asarray(np.load(path, allow_pickle=False))
     except (OSError, ValueError, EOFError) as problem:
         raise UsageError(f"{flag_of(what)}: cannot read {what} '{path}': {problem}") from None
@@ -112,6 +114,7 @@ def _weights(directory: str | None) -> dict[str, np.ndarray]:
 
 def _load_npz(path: str) -> dict[str, np.ndarray]:
     try:
+        check_regular(path)
         with np.load(path, allow_pickle=False) as archive:
             return {name: np.asarray(archive[name]) for name in archive.files}
     except (OSError, ValueError, EOFError) as problem:
@@ -132,7 +135,7 @@ def _onnx(args: argparse.Namespace) -> tuple[Operation, dict[str, np.ndarray]]:
     try:
         data = read_source(args.input, "onnx")
     except OSError as problem:
-        raise UsageError(f"cannot read input file '{name}': {problem.strerror or problem}") from None
+        raise UsageError(f"cannot read input file '{name}': {describe(problem)}") from None
     imported = import_onnx_with_weights(data, batch=args.onnx_batch, dims=dims, filename=name)
     return imported.module, imported.weights
 
@@ -188,11 +191,9 @@ def _save(outputs: dict[str, np.ndarray], directory: str) -> None:
 def _read_input(path: str) -> tuple[str, str]:
     """The input text and the name diagnostics give it."""
     try:
-        if path == "-":
-            return sys.stdin.read(), "<stdin>"
-        return Path(path).read_text(encoding="utf-8"), path
+        return read_text(path), "<stdin>" if path == STDIN else path
     except (OSError, UnicodeDecodeError) as problem:
-        raise UsageError(f"cannot read input file '{path}': {problem}") from None
+        raise UsageError(f"cannot read input file '{path}': {describe(problem)}") from None
 
 
 def run(args: argparse.Namespace, sources: SourceManager) -> int:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from crane.files import describe, read_text
+
 # Imported under another name so that `crane.frontend.crn.elaborate` stays the submodule.
 from crane.frontend.crn.elaborate import elaborate as _elaborate
 from crane.frontend.crn.elaborate import elaborate_machines
@@ -30,9 +32,9 @@ def load_crn(path: str | Path, network: str | None = None) -> Network:
     """Read and elaborate a `.crn` file."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except (OSError, UnicodeDecodeError) as problem:
-        raise CrnErrors([CrnError(SourceLoc(str(path), 1, 1), f"cannot read {path}: {problem}")]) from None
+        raise CrnErrors([CrnError(SourceLoc(str(path), 1, 1), f"cannot read {path}: {describe(problem)}")]) from None
     return _elaborate(text, str(path), network)
 
 
@@ -40,9 +42,9 @@ def load_machines(path: str | Path) -> dict[str, Machine]:
     """The machines a `.crn` file defines (imports included), by name."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except (OSError, UnicodeDecodeError) as problem:
-        raise CrnErrors([CrnError(SourceLoc(str(path), 1, 1), f"cannot read {path}: {problem}")]) from None
+        raise CrnErrors([CrnError(SourceLoc(str(path), 1, 1), f"cannot read {path}: {describe(problem)}")]) from None
     return elaborate_machines(text, str(path))
 
 

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from crane.dialects.layers.values import did_you_mean
+from crane.files import describe as describe_read_error
+from crane.files import read_text
 from crane.frontend.crn import ast
 from crane.frontend.crn.context import BlockInfo, Ctx, Frame, Poisoned, TooLarge
 from crane.frontend.crn.evaluate import describe, eval_expr, eval_int
@@ -73,7 +75,7 @@ def _order(error: CrnError) -> tuple[str, int, int]:
 
 
 def _read_file(path: Path) -> str:
-    return path.read_text(encoding="utf-8")
+    return read_text(path)  # a regular file of at most crane.limits.MAX_FILE_BYTES
 
 
 class _Loader:
@@ -132,7 +134,7 @@ class _Loader:
         try:
             text = self.reader(Path(path))
         except (OSError, UnicodeDecodeError) as problem:
-            reason = "no such file" if isinstance(problem, FileNotFoundError) else str(problem)
+            reason = describe_read_error(problem)
             raise self.ctx.error(filename, item.pos, f"cannot import \"{item.path}\": {reason} "
                                  f"(looked for {path})") from None
         module = self.parse(text, path)
