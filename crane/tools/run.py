@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from crane.atomic import atomic_output
 from crane.autodiff import (
     AutodiffError,
     TrainingConfigError,
@@ -183,7 +184,8 @@ def _save(outputs: dict[str, np.ndarray], directory: str) -> None:
     try:
         root.mkdir(parents=True, exist_ok=True)
         for name, array in outputs.items():
-            np.save(root / f"{name}.npy", array)
+            with atomic_output(root / f"{name}.npy", binary=True) as handle:
+                np.save(handle, array)
     except OSError as problem:
         raise UsageError(f"--save: cannot write to '{directory}': {problem}") from None
 
