@@ -56,7 +56,7 @@ from crane.exec.tile_sim.memory import (
     numpy_dtype,
 )
 from crane.ir.attributes import IntAttr
-from crane.ir.core import Operation
+from crane.ir.core import Operation, Value
 from crane.ir.types import BufferType
 from crane.ir.verifier import verify
 
@@ -144,6 +144,14 @@ class _Tile:
     ops: list[Operation]
     sram: Sram
     pc: int = 0
+    dead_after: dict[int, list[Value]] = field(default_factory=dict)
+    """Instruction index -> the buffers no later instruction of this tile uses."""
+
+    def advance(self) -> None:
+        """Move past the current instruction, releasing the buffers it used last (so a run
+        holds the live buffers, not every buffer the program ever made)."""
+        self.sram.release(self.dead_after.get(self.pc, ()))
+        self.pc += 1
 
     @property
     def done(self) -> bool:
@@ -197,7 +205,7 @@ class _Run:
         if isinstance(op, BarrierOp):
             return self.barrier(op)
         self.execute(state, op)
-        state.pc += 1
+        state.advance()
         self.counters.instructions += 1
         return True
 
@@ -225,8 +233,8 @@ class _Run:
         check_box(recv, f"window of {describe(recv.buffer)}", r_at, r_shape, tuple(target.shape))
         target[box(r_at, r_shape)] = data[box(s_at, s_shape)]
         dst.sram.wrote(recv.buffer, recv)
-        state.pc += 1
-        other.pc += 1
+        state.advance()
+        other.advance()
         self.counters.instructions += 2
         self.counters.noc_bytes += int(np.prod(s_shape, dtype=np.int64)) * np.dtype(
             numpy_dtype(_buffer(send).element)).itemsize
@@ -243,7 +251,7 @@ class _Run:
                 raise fail(other, f"lists tiles {list(other.tiles)} for barrier {op.barrier_id}, "
                                   f"but another tile lists {list(op.tiles)}", ("the other barrier is here", op))
         for t in waiting:
-            t.pc += 1
+            t.advance()
         self.counters.instructions += len(waiting)
         return True
 
@@ -383,8 +391,22 @@ def _tiles(module: Operation, capacity: int) -> dict[int, _Tile]:
     for program in (op for op in module_ops(module) if isinstance(op, ProgramOp)):
         if program.tile in tiles:
             raise fail(program, f"is a second program for tile {program.tile}")
-        tiles[program.tile] = _Tile(program, program.instructions, Sram(program.tile, capacity))
+        ops = program.instructions
+        tiles[program.tile] = _Tile(program, ops, Sram(program.tile, capacity), dead_after=last_uses(ops))
     return tiles
+
+
+def last_uses(ops: list[Operation]) -> dict[int, list[Value]]:
+    """Index of an instruction -> the buffers it is the last of ``ops`` to define or use."""
+    last: dict[Value, int] = {}
+    for index, op in enumerate(ops):
+        for value in (*op.operands, *op.results):
+            if isinstance(value.type, BufferType):
+                last[value] = index
+    dead: dict[int, list[Value]] = {}
+    for value, index in last.items():
+        dead.setdefault(index, []).append(value)
+    return dead
 
 
 def simulate(module: Operation, inputs: Mapping[str, Array] | None = None,
