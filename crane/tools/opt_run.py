@@ -13,6 +13,7 @@ from crane.files import describe
 from crane.hardware.machine import Machine
 from crane.highlight import color_diagnostics, colorize, use_color
 from crane.ir.diagnostics import DiagnosticEngine, render
+from crane.limits import MAX_BATCH
 from crane.passes.manager import format_statistics, format_timing
 from crane.passes.pipeline import OpPipeline, build_pipeline, format_built
 from crane.passes.pipeline_text import PipelineSyntaxError
@@ -24,7 +25,7 @@ from crane.passes.plugins import (
 )
 from crane.passes.registry import PassRegistry
 from crane.tools.expected_diagnostics import verify_diagnostics
-from crane.tools.guard import UsageError
+from crane.tools.guard import UsageError, check_whole
 from crane.tools.inputs import input_format, parse_dims, read_source
 from crane.tools.ir_printing import IRPrinting, IRPrintingOptions
 from crane.tools.list_passes import format_pass_list
@@ -148,6 +149,7 @@ class Invocation:
             raise UsageError(str(exc)) from None
         if args.onnx_batch is not None and args.onnx_batch <= 0:
             raise UsageError(f"--onnx-batch must be positive, got {args.onnx_batch}")
+        check_whole("--onnx-batch", args.onnx_batch, 1, MAX_BATCH)
         given = {"batch": args.onnx_batch, "dims": dims or None, "weights": args.onnx_weights}
         options = {key: value for key, value in given.items() if value is not None}
         if options and fmt != "onnx":
