@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from crane.autodiff import is_training_step
-from crane.dialects.graph import FuncOp
+from crane.dialects.graph import FuncOp, NamedTensorOp
 from crane.dialects.graph_batch import rebatched
 from crane.dialects.hw import machine_of
 from crane.dialects.tile import (
@@ -57,7 +57,7 @@ from crane.exec.tile_sim.memory import (
 )
 from crane.ir.attributes import IntAttr
 from crane.ir.core import Operation, Value
-from crane.ir.types import BufferType
+from crane.ir.types import BufferType, TensorType
 from crane.ir.verifier import verify
 
 Dram = dict[str, Array]
@@ -126,12 +126,40 @@ def _initial(tensor: DramOp, given: Mapping[str, Array], func: FuncOp | None, se
     return np.zeros(tensor.shape, dtype)
 
 
+def graph_shapes(func: FuncOp | None) -> dict[str, tuple[int, ...]]:
+    """The shapes of the func's named tensors (arguments, weights, optimizer state)."""
+    if func is None:
+        return {}
+    named: dict[str, tuple[int, ...]] = {}
+    for arg in func.body.args:
+        if arg.name_hint and isinstance(arg.type, TensorType):
+            named[arg.name_hint] = arg.type.shape
+    for op in func.body.ops:
+        ttype = op.results[0].type if isinstance(op, NamedTensorOp) else None
+        if isinstance(op, NamedTensorOp) and isinstance(ttype, TensorType):
+            named[op.tensor_name] = ttype.shape
+    return named
+
+
+def _check_shapes(tensors: list[DramOp], func: FuncOp | None) -> None:
+    """A DRAM tensor named like a tensor of the graph has its shape (before any of them is
+    filled: a mistyped shape could otherwise ask for gigabytes of random numbers)."""
+    named = graph_shapes(func)
+    for tensor in tensors:
+        shape = named.get(tensor.tensor_name)
+        if shape is not None and shape != tensor.shape:
+            raise fail(tensor, f"declares '{tensor.tensor_name}' with shape {list(tensor.shape)}, "
+                               f"but the graph.func's tensor of that name is {list(shape)}")
+
+
 def initial_dram(module: Operation, inputs: Mapping[str, Array] | None = None,
                  weights: Mapping[str, Array] | None = None, seed: int = 0) -> Dram:
     """Every ``tile.dram`` tensor's starting contents (see the module docstring)."""
     given = {**(weights or {}), **(inputs or {})}
     func = graph_func(module)
-    dram = {t.tensor_name: _initial(t, given, func, seed) for t in module_ops(module) if isinstance(t, DramOp)}
+    tensors = [t for t in module_ops(module) if isinstance(t, DramOp)]
+    _check_shapes(tensors, func)
+    dram = {t.tensor_name: _initial(t, given, func, seed) for t in tensors}
     unknown = sorted(set(given) - set(dram))
     if unknown:
         raise fail(None, f"no tile.dram tensor named '{unknown[0]}' to initialise")

@@ -190,8 +190,8 @@ def apply_layer(ctx: Ctx, frame: Frame, call: ast.Call, kind: LayerKind, hint: s
         raise ctx.error(frame.file, call.pos, f"{kind.name}: {too_large}")
     name = ctx.unique(hint if hint is not None else f"{frame.prefix}{kind.name}{frame.suffix}")
     loc = ctx.loc(frame.file, call.pos)
-    ctx.layers.append(Layer(name, kind.name, tuple(t.name for t in inputs), resolved, weights,
-                            out_shape, dtype, loc))
+    ctx.add_layer(Layer(name, kind.name, tuple(t.name for t in inputs), resolved, weights,
+                        out_shape, dtype, loc), frame.file, call.pos)
     return Tensor(name, out_shape, dtype)
 
 
