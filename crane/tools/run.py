@@ -12,7 +12,8 @@ the function with the ``autodiff`` library first (the file's training section, o
 by ``--optimizer`` / ``--lr``) unless it already is a training step. Every
 output is summarised as ``name shape mean std first-values``; ``--save DIR`` writes
 ``DIR/<name>.npy``. Mistakes are reported with their location or as one line; the exit
-status is 1 for errors in the input or the run, 2 for bad command-line usage.
+status is 1 for errors in the input or the run, 2 for bad command-line usage, 3 for an
+internal error (one line; ``--debug`` shows the traceback).
 """
 
 from __future__ import annotations

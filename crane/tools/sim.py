@@ -10,7 +10,8 @@ The input is IR text holding ``tile.program`` ops beside their ``hw.machine`` an
 tensor of role ``output`` is summarised; with it, every interpreter output is compared
 (``crane.exec.tile_sim.check``) and the maximum error printed. Exit status: 0 success,
 1 an error in the input or the run (located, e.g. a deadlock or an out-of-bounds access),
-2 bad command-line usage, 3 a mismatch with the interpreter.
+2 bad command-line usage (one line naming the flag), 3 a mismatch with the interpreter or
+an internal error (one line; ``--debug`` shows the traceback).
 """
 
 from __future__ import annotations
