@@ -39,6 +39,7 @@ from crane.exec.interpreter import InterpreterError, run_function
 from crane.files import STDIN, check_regular, describe, read_text
 from crane.ir.core import Operation, VerifyError
 from crane.ir.diagnostics import Diagnostic, DiagnosticError, Severity, SourceManager, render
+from crane.ir.types import TensorType
 from crane.ir.verifier import verify
 from crane.limits import MAX_BATCH
 from crane.tools.guard import MAX_SEED, UsageError, check_finite, check_whole, guarded
@@ -67,6 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--lr", type=float, default=None, help="override the learning rate")
     parser.add_argument("--save", default=None, metavar="DIR", help="write every output to DIR/<name>.npy")
     parser.add_argument("--show", type=int, default=4, help="how many leading values to print (default 4)")
+    parser.add_argument("--max-memory", type=float, default=2.0, metavar="GIB",
+                        help="refuse a network whose tensors need more than this many GiB "
+                             "(default 2): the interpreter keeps every value of the run, and its kernels "
+                             "need about twice as much again for temporaries")
     parser.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
     return parser
 
@@ -76,6 +81,7 @@ def check_flags(args: argparse.Namespace) -> None:
     check_whole("--seed", args.seed, 0, MAX_SEED)
     check_whole("--show", args.show, 0, 1_000_000)
     check_finite("--lr", getattr(args, "lr", None), 0.0, above=True)
+    check_finite("--max-memory", getattr(args, "max_memory", None), 0.0, above=True)
     if getattr(args, "onnx_batch", None) is not None and args.onnx_batch > 0:
         check_whole("--onnx-batch", args.onnx_batch, 1, MAX_BATCH)
 
@@ -214,6 +220,7 @@ def run(args: argparse.Namespace, sources: SourceManager) -> int:
     func = _pick_function(module, args.func)
     if args.train:
         _train(func, args)
+    _check_memory(func, args.dtype, args.max_memory)
     weights = {**model_weights, **_weights(args.weights)}
     outputs = run_function(func, _inputs(args.inputs), weights=weights, dtype=args.dtype, seed=args.seed)
     if args.save is not None:
@@ -221,6 +228,19 @@ def run(args: argparse.Namespace, sources: SourceManager) -> int:
     for name, array in outputs.items():
         print(summarise(name, array, args.show))
     return 0
+
+
+def _check_memory(func: FuncOp, dtype: str, gib: float) -> None:
+    """A located error when the run would hold more than ``gib`` GiB of tensors (every
+    argument and every op result, at the float width of ``dtype``), before it starts."""
+    width = 8 if dtype == "f64" else 4
+    values = [*func.body.args, *(r for op in func.body.ops for r in op.results)]
+    need = sum(v.type.num_elements for v in values if isinstance(v.type, TensorType)) * width
+    if need <= gib * 2**30:
+        return
+    raise DiagnosticError.at(func.location, f"the run would hold {need / 2**30:.1f} GiB of tensors "
+                             f"at {dtype}, more than --max-memory {gib:g} GiB; raise it if this host "
+                             "has the memory")
 
 
 def _located(message: str, op: Operation | None, sources: SourceManager) -> str:

@@ -218,3 +218,14 @@ def test_internal_errors_are_one_line_without_debug(
                                            "in Crane; rerun with --debug for a traceback)")
     with pytest.raises(RuntimeError, match="a bug"):
         main([str(path), "--debug"])
+
+
+def test_crane_run_refuses_a_network_bigger_than_its_memory_budget(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, "network n {\n  input x: f32[1, 4096];\n  y = linear(x, out=262144);\n}\n")
+    status, err, seconds = _call(run.main, capsys, path)
+    assert status == 1 and seconds < 10
+    assert err.startswith(f"{path}:1:9: error: the run would hold 4.0 GiB of tensors at f32, more "
+                          "than --max-memory 2 GiB"), err
+    status, err, _ = _call(run.main, capsys, path, "--max-memory", "nan")
+    assert status == 2 and "--max-memory must be a finite number above 0, got nan" in err
