@@ -31,6 +31,7 @@ import multiprocessing
 import os
 import random
 import re
+import resource
 import shutil
 import sys
 import tempfile
@@ -73,7 +74,9 @@ class Outcome:
 # ----- the worker process (Crane imported once, tools called through their main)
 
 
-def _worker(conn: Connection) -> None:
+def _worker(conn: Connection, memory: int) -> None:
+    # A run that wants more fails with MemoryError (a finding) instead of crowding the host.
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)  # solvers print at the C level; the run's Python output is captured
     os.dup2(null, 2)
@@ -107,7 +110,8 @@ def _run_in(folder: str, main: Callable[[list[str]], int], args: list[str]) -> t
 class Slot:
     """One worker process and the case it is running."""
 
-    def __init__(self) -> None:
+    def __init__(self, memory: int) -> None:
+        self.memory = memory
         self.process: multiprocessing.process.BaseProcess | None = None
         self.conn: Connection | None = None
         self.case: Case | None = None
@@ -118,7 +122,7 @@ class Slot:
     def start(self) -> None:
         context = multiprocessing.get_context("fork")
         parent, child = context.Pipe()
-        self.process = context.Process(target=_worker, args=(child,), daemon=True)
+        self.process = context.Process(target=_worker, args=(child, self.memory), daemon=True)
         self.process.start()
         self.conn, self.done = parent, 0
 
@@ -162,7 +166,8 @@ def classify(case: Case, status: int | str, stderr: str, stdout: str, folder: Pa
     if "Traceback (most recent call last)" in stderr:
         flags.append("traceback")
     errors = [line for line in stderr.splitlines() if ": error: " in line or line.startswith("error: ")]
-    if status == 1 and not timed_out and (not errors or any(not LOCATED.match(e) for e in errors)):
+    stripped = any("strip-debuginfo" in arg for arg in case.args)  # the run was asked to drop them
+    if status == 1 and not timed_out and not stripped and (not errors or any(not LOCATED.match(e) for e in errors)):
         flags.append("unlocated")
     if status == 2 and not timed_out and not USAGE.search(stderr):
         flags.append("unclear usage")
@@ -258,9 +263,10 @@ def make_case(seeds: Seeds, rng: random.Random, families: tuple[str, ...]) -> Ca
 
 
 def campaign(cases: list[Case], work: Path, jobs: int, time_limit: float, findings: Path,
-             progress: bool) -> list[Outcome]:
-    """Run every case; the outcomes in the order the cases were given."""
-    slots = [Slot() for _ in range(jobs)]
+             progress: bool, memory: int = 6 * 2**30) -> list[Outcome]:
+    """Run every case (each worker within ``memory`` bytes of address space); the outcomes
+    in the order the cases were given."""
+    slots = [Slot(memory) for _ in range(jobs)]
     todo = list(enumerate(cases))[::-1]
     results: dict[int, Outcome] = {}
     running: dict[Slot, int] = {}
@@ -334,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument("--time-limit", type=float, default=30.0, help="seconds per run (default 30)")
     parser.add_argument("--keep", default="fuzz-findings", help="where bad runs are saved")
+    parser.add_argument("--memory", type=float, default=6.0, metavar="GIB",
+                        help="address space of each worker (default 6 GiB)")
     parser.add_argument("--quick", action="store_true", help="IR seeds from the smallest networks only")
     parser.add_argument("--progress", action="store_true", help="report progress on stderr")
     parser.add_argument("--families", default=",".join(MAKERS),
@@ -347,7 +355,8 @@ def main(argv: list[str] | None = None) -> int:
         families = tuple(f for f in args.families.split(",") if f in MAKERS) or tuple(MAKERS)
         cases = [make_case(seeds, rng, families) for _ in range(args.inputs)]
         findings = Path(args.keep).resolve()
-        outcomes = campaign(cases, work, max(1, args.jobs), args.time_limit, findings, args.progress)
+        outcomes = campaign(cases, work, max(1, args.jobs), args.time_limit, findings, args.progress,
+                            int(args.memory * 2**30))
     print(table(outcomes, time.perf_counter() - began, args.time_limit))
     bad = [o for o in outcomes if set(o.flags) & set(BAD)]
     for outcome in bad[:20]:
