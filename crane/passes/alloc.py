@@ -15,7 +15,7 @@ from crane.ir.core import Operation
 from crane.ir.location import UnknownLoc
 from crane.ir.types import BufferType
 from crane.passes.context import PassContext
-from crane.passes.options import PowerOfTwo
+from crane.passes.option_ranges import PowerOfTwo
 from crane.passes.pass_base import Pass
 
 ALLOC_ATTR = "crane.alloc"

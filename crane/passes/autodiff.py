@@ -16,7 +16,7 @@ from crane.autodiff import (
 from crane.dialects.graph import FuncOp
 from crane.ir.core import Operation
 from crane.passes.context import PassContext
-from crane.passes.options import Between
+from crane.passes.option_ranges import Between
 from crane.passes.pass_base import Pass
 
 

@@ -19,7 +19,7 @@ from crane.mapping.legality import check
 from crane.mapping.problem import BlockProblem, Mapping
 from crane.mapping.search import search
 from crane.passes.context import PassContext
-from crane.passes.options import Between
+from crane.passes.option_ranges import Between
 from crane.passes.pass_base import Pass
 from crane.schedule.from_graph import workload_of
 from crane.schedule.workload import Workload

@@ -19,7 +19,7 @@ from crane.ir.builder import Builder, InsertPoint
 from crane.ir.core import Operation
 from crane.limits import MAX_BATCH
 from crane.passes.context import PassContext
-from crane.passes.options import Between, Checked
+from crane.passes.option_ranges import Between, Checked
 from crane.passes.pass_base import Pass
 from crane.schedule.evaluate import BlockCost, Plan, tables_of
 from crane.schedule.from_graph import trains, workload_of

@@ -16,7 +16,7 @@ from crane.ir.attributes import DictAttr, IntAttr, StringAttr
 from crane.ir.core import Operation
 from crane.ir.types import TensorType
 from crane.passes.context import PassContext
-from crane.passes.options import Between, Checked
+from crane.passes.option_ranges import Between, Checked
 from crane.passes.pass_base import Pass
 from crane.tiling.chains import Chain, find_chains
 from crane.tiling.memory import CostModel, MemoryModel
