@@ -71,15 +71,19 @@ class Checked:
     empty_ok: bool = False
 
     def accepts(self, value: object) -> bool:
+        return self.why(value) == ""
+
+    def why(self, value: object) -> str:
+        """Empty if ``value`` is accepted, else ``; `` and what ``check`` said of it."""
         if not isinstance(value, str):
-            return False
+            return "; not text"
         if value == "" and self.empty_ok:
-            return True
+            return ""
         try:
             self.check(value)
-        except (ValueError, TypeError):
-            return False
-        return True
+        except (ValueError, TypeError) as error:
+            return f"; {error}"
+        return ""
 
     def describe(self, noun: str, plural: str) -> tuple[str, str]:
         return self.what, self.what

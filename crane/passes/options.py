@@ -298,9 +298,10 @@ def _constrained(inner: _Converter, metadata: tuple[object, ...]) -> _Converter:
 
     def convert(text: str) -> object:
         value = inner.convert(text)
-        if all(rule.accepts(value) for rule in rules):
-            return value
-        raise _Rejected()
+        for rule in rules:
+            if not rule.accepts(value):
+                raise _Rejected(hint=rule.why(value) if isinstance(rule, Checked) else "")
+        return value
 
     return _Converter(type_text, noun, plural, convert, inner.takes_flag)
 
