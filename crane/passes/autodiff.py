@@ -14,6 +14,7 @@ from crane.autodiff import (
     resolve_training,
 )
 from crane.dialects.graph import FuncOp
+from crane.frontend.optimizers import HYPER_RANGES
 from crane.ir.core import Operation
 from crane.passes.context import PassContext
 from crane.passes.option_ranges import Between
@@ -45,17 +46,17 @@ class Autodiff(Pass):
     """sgd, momentum or adam; empty keeps the training section's (sgd without one)."""
     loss: str = ""
     """Name of the loss value; empty keeps the section's (or the only loss layer)."""
-    lr: Annotated[float, Between(0, 1e6, open_low=True)] | None = None
+    lr: Annotated[float, HYPER_RANGES["lr"]] | None = None
     """Learning rate."""
-    momentum: Annotated[float, Between(0, 1)] | None = None
+    momentum: Annotated[float, HYPER_RANGES["momentum"]] | None = None
     """Momentum factor (momentum optimizer)."""
-    weight_decay: Annotated[float, Between(0, 1e6)] | None = None
+    weight_decay: Annotated[float, HYPER_RANGES["weight_decay"]] | None = None
     """L2 weight decay added to the gradients."""
-    beta1: Annotated[float, Between(0, 1, open_high=True)] | None = None
+    beta1: Annotated[float, HYPER_RANGES["beta1"]] | None = None
     """Adam first-moment decay."""
-    beta2: Annotated[float, Between(0, 1, open_high=True)] | None = None
+    beta2: Annotated[float, HYPER_RANGES["beta2"]] | None = None
     """Adam second-moment decay."""
-    eps: Annotated[float, Between(0, 1, open_low=True)] | None = None
+    eps: Annotated[float, HYPER_RANGES["eps"]] | None = None
     """Adam denominator epsilon."""
     nesterov: bool | None = None
     """Nesterov momentum."""

@@ -162,7 +162,10 @@ def _pick_function(module: Operation, name: str | None) -> FuncOp:
 def _train(func: FuncOp, args: argparse.Namespace) -> None:
     if is_training_step(func):
         return
-    config = resolve_training(func.attributes.get("training"), args.optimizer, "", {"lr": args.lr})
+    try:
+        config = resolve_training(func.attributes.get("training"), args.optimizer, "", {"lr": args.lr})
+    except TrainingConfigError as problem:  # the training section's values
+        raise DiagnosticError.at(func.location, str(problem)) from None
     if config is None:
         config = resolve_training(None, "sgd")
     assert config is not None

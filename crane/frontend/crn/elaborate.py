@@ -24,7 +24,7 @@ from crane.frontend.crn.syntax import parse_module
 from crane.frontend.crn.syntax_errors import SyntaxProblem
 from crane.frontend.errors import CrnError, CrnErrors
 from crane.frontend.model import Network, Optimizer, Training
-from crane.frontend.optimizers import OPTIMIZERS
+from crane.frontend.optimizers import OPTIMIZERS, hyper_problem
 from crane.hardware.machine import Machine, builtin_machines
 from crane.limits import BATCH
 
@@ -313,6 +313,9 @@ def _hyper(ctx: Ctx, frame: Frame, kw: ast.KwArg, boolean: bool) -> float | bool
     if boolean and isinstance(value, bool):
         return value
     if not boolean and isinstance(value, int | float) and not isinstance(value, bool):
+        problem = hyper_problem(kw.name, float(value))
+        if problem is not None:
+            raise ctx.error(frame.file, kw.value.pos, problem)
         return float(value)
     wanted = "true or false" if boolean else "a number"
     raise ctx.error(frame.file, kw.value.pos, f"hyper-parameter '{kw.name}' expects {wanted}, got {describe(value)}")

@@ -229,3 +229,42 @@ def test_crane_run_refuses_a_network_bigger_than_its_memory_budget(
                           "than --max-memory 2 GiB"), err
     status, err, _ = _call(run.main, capsys, path, "--max-memory", "nan")
     assert status == 2 and "--max-memory must be a finite number above 0, got nan" in err
+
+
+TRAIN = ("network n {{\n  input x: f32[2, 4];\n  input t: f32[2, 3];\n  y = linear(x, out=3);\n"
+         "  train {{\n    loss mse(y, t);\n    optimizer {optimizer};\n  }}\n}}\n")
+
+
+@pytest.mark.parametrize(("optimizer", "column", "message"), [
+    ("adam(lr=0)", 23, "hyper-parameter 'lr' must be a number above 0 and at most 1000000, got 0"),
+    ("adam(beta1=1)", 26, "hyper-parameter 'beta1' must be a number at least 0 and below 1, got 1"),
+    ("sgd(lr=1, weight_decay=-1)", 38, "hyper-parameter 'weight_decay' must be a number from 0 to 1000000, got -1"),
+])
+def test_training_hyper_parameters_out_of_range_are_located(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], optimizer: str, column: int, message: str) -> None:
+    path = _write(tmp_path, TRAIN.format(optimizer=optimizer))
+    for main, extra in ((opt.main, ("-p", "autodiff")), (run.main, ("--train",))):
+        status, err, _ = _call(main, capsys, path, *extra)
+        lines = err.splitlines()
+        assert status == 1 and lines[0] == f"{path}:7:{column}: error: {message}", err
+        assert lines[2].index("^") == column - 1
+
+
+@pytest.mark.parametrize(("optimizer", "good", "bad", "message"), [
+    ("adam(lr=0.5)", "lr = 0.5", "lr = 0.0", "adam: hyper-parameter 'lr' must be a number above 0"),
+    ("adam(lr=0.5)", "beta2 = 0.999", "beta2 = 1.0", "adam: hyper-parameter 'beta2' must be a number at least 0 "
+     "and below 1, got 1"),
+    ("momentum(lr=0.5)", "momentum = 0.9", "momentum = 2.0", "momentum: hyper-parameter 'momentum' must be a "
+     "number from 0 to 1, got 2"),
+])
+def test_training_attributes_out_of_range_are_located_at_the_function(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], optimizer: str, good: str, bad: str,
+        message: str) -> None:
+    source = _write(tmp_path, TRAIN.format(optimizer=optimizer))
+    status, err, _ = _call(opt.main, capsys, source, "-o", tmp_path / "g.mlir")
+    graph = (tmp_path / "g.mlir").read_text()
+    assert status == 0 and good in graph, err
+    path = _write(tmp_path, graph.replace(good, bad), "bad.mlir")
+    for main, extra in ((opt.main, ("-p", "autodiff")), (run.main, ("--train",))):
+        status, err, _ = _call(main, capsys, path, *extra)
+        assert status == 1 and err.startswith(f"{path}:2:3: error: {message}"), err
