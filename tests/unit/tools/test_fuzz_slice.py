@@ -17,14 +17,14 @@ def test_a_seeded_slice_of_the_fuzz_campaign_has_no_bad_outcome(tmp_path: Path) 
     began = time.perf_counter()
     # ONNX inputs are left out while the importer's hardening (crane/frontend/onnx, owned
     # apart from issue 24) is pending: its findings are listed in the campaign's report.
-    done = subprocess.run([sys.executable, str(BENCH), "--inputs", "80", "--seed", "24", "--quick",
+    done = subprocess.run([sys.executable, str(BENCH), "--inputs", "300", "--seed", "24", "--quick",
                            "--time-limit", "30", "--keep", str(tmp_path / "findings"),
                            "--families", "crn,ir,pipeline,options"],
                           capture_output=True, text=True, check=False, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     total = next(line for line in done.stdout.splitlines() if line.startswith("total"))
     counts = [int(cell) for cell in total.split()[1:-1]]
-    assert counts[0] == 80 and sum(counts[1:4]) + counts[4] == 80  # exit 0/1/2 or a mismatch
+    assert counts[0] == 300 and sum(counts[1:4]) + counts[4] == 300  # exit 0/1/2 or a mismatch
     assert not any(counts[5:]), done.stdout
     assert not (tmp_path / "findings").exists()
-    assert time.perf_counter() - began < 120
+    assert time.perf_counter() - began < 60
