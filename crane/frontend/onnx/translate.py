@@ -2,7 +2,7 @@
 
 Listed in ``crane/tools/inputs.py`` (suffix ``.onnx``). The options come from the command
 line: ``batch`` (``--onnx-batch``), ``dims`` (``--onnx-dim NAME=SIZE``), ``machine``
-(``--machine``), and ``weights`` (``--onnx-weights FILE.npz``: where to write the weights
+(``--machine``: a built-in name or the Machine ``crane-opt`` resolved), and ``weights`` (``--onnx-weights FILE.npz``: where to write the weights
 the module's ``graph.weight`` ops name, for ``crane-run`` / ``crane-sim --weights``).
 """
 
@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from crane.dialects.builtin import ModuleOp
 from crane.frontend.onnx.api import import_onnx_with_weights, save_weights
+from crane.hardware.machine import Machine
 from crane.ir.context import Context
 from crane.ir.diagnostics import DiagnosticError
 from crane.ir.location import NameLoc
@@ -25,7 +26,7 @@ def onnx_to_module(data: str | bytes, filename: str, context: Context,
         data = data.encode("utf-8", errors="surrogateescape")
     batch, dims, machine = opts.get("batch"), opts.get("dims") or {}, opts.get("machine")
     assert batch is None or isinstance(batch, int)
-    assert isinstance(dims, dict) and (machine is None or isinstance(machine, str))
+    assert isinstance(dims, dict) and (machine is None or isinstance(machine, str | Machine))
     imported = import_onnx_with_weights(data, machine=machine, batch=batch, dims=dims, filename=filename)
     target = opts.get("weights")
     if isinstance(target, str) and target:
