@@ -61,9 +61,9 @@ STATEMENTS = ("  batch 2147483648;\n", "  batch 0;\n", "  machine tiny;\n", "  m
               "  repeat i in 0..2147483647 { x = relu(x); }\n")
 """Statements spliced into a network body."""
 
-PASSES = ("cse", "dce", "canonicalize", "segment", "map", "codegen", "alloc", "autodiff", "tile",
-          "print-op-stats", "strip-debuginfo", "print-training-stats", "cleanup", "lower-to-tile",
-          "bogus")
+PASSES = ("cse", "dce", "canonicalize", "segment", "map", "codegen", "alloc", "autodiff",
+          "spatial-tile", "expand-attention", "print-op-stats", "strip-debuginfo",
+          "print-training-stats", "cleanup", "lower-to-tile", "bogus")
 OPTIONS: Mapping[str, tuple[str, ...]] = {
     "segment": ("policy", "objective", "batch", "time-limit", "max-block", "groups", "recompute", "mode"),
     "map": ("search", "timeout"),
@@ -71,11 +71,11 @@ OPTIONS: Mapping[str, tuple[str, ...]] = {
     "canonicalize": ("max-iterations",),
     "autodiff": ("optimizer", "loss", "lr", "momentum", "weight-decay", "beta1", "beta2", "eps",
                  "nesterov", "step", "attach-loss"),
-    "tile": ("mode", "grid", "segments", "memory-cap", "optimizer-states", "recompute"),
+    "spatial-tile": ("grid", "segments", "memory-cap", "optimizer-states", "recompute"),
     "codegen": ("emit", "fit-sram"),
 }
 GOOD_PIPELINES = ("segment", "segment,map", "lower-to-tile", "cse,canonicalize,dce", "autodiff",
-                  "print-op-stats", "tile{grid=2,2}", "segment{policy=set batch=4}",
+                  "print-op-stats", "spatial-tile{grid=2,2}", "segment{policy=set batch=4}",
                   "builtin.module(graph.func(cse),segment)")
 
 
@@ -185,7 +185,7 @@ def crn_case(seeds: Seeds, rng: random.Random) -> Case:
         return _with_output(Case("crn", "crane-opt", args, files), rng)
     if rng.random() < 0.2:
         return Case("crn", "crane-run", (name, *rng.choice(((), ("--train",)))), files)
-    pipeline = rng.choice(("", "segment", "segment,map", "lower-to-tile", "autodiff", "tile"))
+    pipeline = rng.choice(("", "segment", "segment,map", "lower-to-tile", "autodiff", "spatial-tile"))
     args = (name, "-p", pipeline) if pipeline else (name,)
     return _with_output(Case("crn", "crane-opt", args, files), rng)
 

@@ -39,6 +39,7 @@ from functools import cache
 from pathlib import Path
 
 from crane.cost.bounds import lower_bounds
+from crane.cost.workload import Workload
 from crane.dialects import default_context
 from crane.hardware.machine import Machine
 from crane.schedule.from_graph import workload_of
@@ -46,7 +47,6 @@ from crane.schedule.objective import Objective
 from crane.schedule.policies import MAX_BLOCK, POLICIES, block_solver, schedule
 from crane.schedule.search import Schedule
 from crane.schedule.training import TrainingSchedule, train
-from crane.schedule.workload import Workload
 from crane.tools.inputs import translate
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

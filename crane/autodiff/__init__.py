@@ -8,14 +8,13 @@ optimizer updates. Per-kind rules live in :mod:`crane.autodiff.rules`.
 
 from crane.autodiff.config import TrainingConfig, TrainingConfigError, resolve_training
 from crane.autodiff.expand import (
-    TRAINING_STEP_ATTR,
     AutodiffError,
     attach_loss,
     backward_ops,
     expand_training_step,
     find_loss,
-    is_training_step,
 )
+from crane.dialects.graph_grad import TRAINING_STEP_ATTR, is_training_step
 
 __all__ = [
     "TRAINING_STEP_ATTR",

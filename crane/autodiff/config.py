@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from crane.frontend.optimizers import OPTIMIZERS, hyper_problem
+from crane.dialects.optimizers import OPTIMIZERS, hyper_problem
 from crane.ir.attributes import Attribute, BoolAttr, DictAttr, FloatAttr, IntAttr, StringAttr
 
 DEFAULT_LR = 0.01

@@ -20,13 +20,17 @@ from crane.autodiff.recompute import recompute_groups, tag_backward
 from crane.autodiff.rules import backward_step, differentiable_inputs, is_float_tensor
 from crane.autodiff.train_mode import use_batch_statistics
 from crane.dialects.graph import LAYER_OPS, FuncOp, LayerOp, ReturnOp, WeightOp
-from crane.dialects.graph_grad import UPDATE_OPS, AccumulateOp, FillOp, GradOp, OptimizerStateOp
+from crane.dialects.graph_grad import (
+    TRAINING_STEP_ATTR,
+    UPDATE_OPS,
+    AccumulateOp,
+    FillOp,
+    GradOp,
+    OptimizerStateOp,
+)
 from crane.ir.attributes import BoolAttr, DictAttr, FloatAttr, IntAttr, StringAttr, TypeAttr
 from crane.ir.core import Operation, Value
 from crane.ir.types import FunctionType, ScalarType, TensorType
-
-TRAINING_STEP_ATTR = "training_step"
-"""Function attribute set by the expansion: the optimizer and hyper-parameters used."""
 
 
 class AutodiffError(Exception):
@@ -164,8 +168,8 @@ def expand_training_step(func: FuncOp, config: TrainingConfig) -> int:
     terminator = ops[-1]
     forward = ops[:-1] if isinstance(terminator, ReturnOp) else ops
     for index, op in enumerate(forward):
-        if isinstance(op, LayerOp) and op.kind.name == "dropout" and "key" not in op.attributes:
-            op.attributes["key"] = StringAttr(op.results[0].name_hint or f"dropout{index}")
+        if isinstance(op, LayerOp) and op.kind.is_random and "key" not in op.attributes:
+            op.attributes["key"] = StringAttr(op.results[0].name_hint or f"{op.kind.name}{index}")
     body: list[Operation] = []
     grads = _backward(forward, loss, body)
     new_weights: list[Value] = []
@@ -184,7 +188,7 @@ def expand_training_step(func: FuncOp, config: TrainingConfig) -> int:
     terminator.erase()
     func.body.append(body[-1])
     _retype(func, outputs, config)
-    # Patches marked for recomputation (the tile pass) are rebuilt inside backward.
+    # Patches marked for recomputation (the spatial-tile pass) are rebuilt inside backward.
     return len(body) + recompute_groups(func, forward)
 
 
@@ -223,11 +227,6 @@ def attach_loss(func: FuncOp, kind: str) -> LayerOp:
     func.body.insert_before(terminator, loss)
     _retype(func, terminator.operands)
     return loss
-
-
-def is_training_step(func: FuncOp) -> bool:
-    """True once :func:`expand_training_step` has run on ``func``."""
-    return TRAINING_STEP_ATTR in func.attributes
 
 
 def backward_ops(func: FuncOp) -> list[GradOp]:

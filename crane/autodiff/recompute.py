@@ -1,6 +1,6 @@
 """Recompute groups: forward ops whose activations backward recomputes instead of keeping.
 
-A forward op carrying ``recompute = "<group>"`` (a string attribute; the ``tile`` pass sets
+A forward op carrying ``recompute = "<group>"`` (a string attribute; the ``spatial-tile`` pass sets
 it on every op of a patch) belongs to that group. When the training step is expanded:
 
 1. every backward op emitted for a forward op of group ``G`` is tagged ``recompute = G``

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 
 from crane.codegen.boxes import Box
 from crane.codegen.program import Buffer
+from crane.cost.workload import Dims
 from crane.dialects.graph import WeightOp
 from crane.dialects.graph_grad import OptimizerStateOp
 from crane.ir.core import BlockArgument, Operation, Value
-from crane.schedule.workload import Dims
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +24,11 @@ class Piece:
     """Readable for the rest of its block (a fused layer's output)."""
     block: int
     kept: bool = False
-    """Readable by later blocks too (the schedule keeps the output in SRAM)."""
+    """Readable by later forward blocks too (the schedule keeps the output in SRAM)."""
+    recomputed: bool = False
+    """Made by a recomputation for the training ops: readable by them (backward phases)."""
+    retained: bool = False
+    """A kept piece the training ops may read too (``Fetcher.retain_for_backward``)."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,16 @@ class Context:
     """Bytes above which a dense conv or linear part runs in input-channel chunks."""
     step_budget: int = 0
     """Activation bytes above which a tile runs its part in steps (0: never)."""
+    retain_budget: int = 0
+    """Bytes of kept forward pieces a tile keeps for the training ops to read (the rest
+    they load from DRAM, where they are stored)."""
+    copy_budget: int = 0
+    """Bytes of fetched operand boxes a tile remembers for reuse (0: no limit)."""
+    training_budget: int = 0
+    """Bytes one step of a training op may read and write on a tile (0: no steps)."""
+    hold_budget: int = 1 << 62
+    """Bytes of a training op's result box a tile holds whole; bigger ones go to DRAM by
+    the window."""
     anchors: Mapping[Operation, str] | None = None
     """The op making each layer, split like the cost model does (None: the split rules)."""
     dims: Mapping[str, Dims] | None = None

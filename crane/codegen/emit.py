@@ -26,11 +26,13 @@ waits on a tile's in-order NoC queue behind another column's weights.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 from crane.codegen.boxes import Box, extent, full, intersect, volume
 from crane.codegen.chip import dtype_of
 from crane.codegen.context import Context, Piece, is_weight
+from crane.codegen.emit_training import TrainingEmitter
 from crane.codegen.partition import PARTITIONED, layer_partition, partition_boxes
 from crane.codegen.plan import Home, Item, Phase
 from crane.codegen.program import Buffer, Compute, DramTensor, Program
@@ -38,26 +40,28 @@ from crane.codegen.rules import (
     ELEMENTWISE,
     NEEDS,
     Part,
+    channel_unit,
+    forward_op_parts,
     reduction_chunks,
     running_statistics,
     shape_of,
-    split_forward,
     split_training,
     temporal_chunks,
 )
-from crane.codegen.statistics import Statistics, batch_statistics
+from crane.codegen.statistics import batch_statistics
 from crane.dialects.graph import LayerOp
 from crane.dialects.graph_grad import GradOp
+from crane.dialects.layers.definition import Lowering
 from crane.ir.core import Operation, Value
 
 
-class Emitter(Statistics):
+class Emitter(TrainingEmitter):
     """Emits the programs of all mesh tiles phase by phase (see the module docstring)."""
 
     def __init__(self, rows: int, cols: int, ctx: Context) -> None:
         super().__init__(rows, cols, ctx)
         self.store_set = self._must_store()
-        self.recomputing = False
+        self.started_backward = False
         self.redone: set[Value] = set()
 
     @property
@@ -100,56 +104,74 @@ class Emitter(Statistics):
     # ----- ops
     def run_op(self, op: Operation, parts: Sequence[tuple[int, Part]], port: int) -> None:
         """Emit every part of ``op`` (in steps over each tile's output when big, see
-        ``rules.temporal_chunks``), reduce partial sums, store what DRAM must hold."""
-        held, kept = self._lifetime(op)
+        ``rules.temporal_chunks``), reduce partial sums, store what DRAM must hold.
+
+        A part whose output box exceeds ``Context.hold_budget`` is *streamed*: each step's
+        output goes to DRAM as it is made and nothing of it stays on chip (its readers load
+        it back by their own boxes, after a barrier)."""
         made: list[list[Piece]] = [[] for _ in op.results]
         partial: list[list[Buffer]] = [[] for _ in op.results]
         steps = [temporal_chunks(op, part, self.ctx.step_budget, self.ctx.elem_bytes,
                                  self.ctx.chunk_budget) for _, part in parts]
+        streamed = [self._streamed(op, part) for _, part in parts]
         stepped = any(len(s) > 1 for s in steps)
         # A part run in steps fills one buffer of its whole output, window by window, so
         # readers see one piece per tile, not one per step.
         whole = {i: (self.chip.alloc(tile, extent(part.outs[0]), op.results[0]), part.outs[0])
-                 for i, ((tile, part), s) in enumerate(zip(parts, steps, strict=True)) if len(s) > 1}
+                 for i, ((tile, part), s) in enumerate(zip(parts, steps, strict=True))
+                 if len(s) > 1 and not streamed[i]}
         for step in range(max((len(s) for s in steps), default=0)):
-            now = [(tile, s[step]) for (tile, _), s in zip(parts, steps, strict=True) if step < len(s)]
-            into = [whole.get(i) for i, s in enumerate(steps) if step < len(s)]
+            active = [i for i, s in enumerate(steps) if step < len(s)]
+            now = [(parts[i][0], steps[i][step]) for i in active]
+            into = [whole.get(i) for i in active]
             # A step's inputs are dropped after it (only weights stay for later steps), so
             # a tile holds one step of input at a time.
             marks = {v: len(self.copies.get(v, ())) for v in op.operands if not is_weight(v)}
             outputs = self.run_parts(op, now, port, into)
             for value, mark in marks.items() if stepped else ():
                 del self.copies.get(value, [])[mark:]
-            for (_, part), outs, target in zip(now, outputs, into, strict=True):
-                if target is not None:
-                    continue  # one piece for the whole part, below
-                for k, (box, buffer) in enumerate(zip(part.outs, outs, strict=True)):
-                    if part.partial and part.partial[k]:
-                        partial[k].append(buffer)
-                    else:
-                        made[k].append(Piece(box, buffer, self.phase, held, self.block, kept))
+            for i, (_, part), outs, target in zip(active, now, outputs, into, strict=True):
+                if target is None:  # else one piece for the whole part, below
+                    self._step_outputs(op, part, outs, streamed[i], (made, partial), port)
         for buffer, box in whole.values():
-            made[0].append(Piece(box, buffer, self.phase, held, self.block, kept))
+            made[0].append(self.piece_of(op, box, buffer))
         for k, buffers in enumerate(partial):
             if buffers:
-                made[k].append(Piece(full(shape_of(op.results[k])), self.chip.reduce(buffers, op.results[k]),
-                                     self.phase, held, self.block, kept))
+                total = self.chip.reduce(buffers, op.results[k])
+                made[k].append(self.piece_of(op, full(shape_of(op.results[k])), total))
         for result, pieces in zip(op.results, made, strict=True):
             self._record(result, pieces, port)
+        if any(streamed):
+            self.barrier(f"stream:{op.results[0].name_hint or op.name}")
 
-    def _lifetime(self, op: Operation) -> tuple[bool, bool]:
-        """Whether ``op``'s results stay readable for the rest of the block (held) and
-        after it (kept)."""
-        layer = self.ctx.layer_of.get(op, "")
-        held = bool(self.ctx.fused.get(layer)) and self.block >= 0
-        return held, (layer in self.ctx.kept and self.block >= 0) or self.recomputing
+    def _step_outputs(self, op: Operation, part: Part, outs: Sequence[Buffer], streamed: bool,
+                      into: tuple[list[list[Piece]], list[list[Buffer]]], port: int) -> None:
+        """A step's results: partial sums to add up later, straight to DRAM when streamed,
+        else pieces on chip (``into`` is the made pieces and partial sums by result)."""
+        made, partial = into
+        for k, (box, buffer) in enumerate(zip(part.outs, outs, strict=True)):
+            if part.partial and part.partial[k]:
+                partial[k].append(buffer)
+            elif streamed:
+                self._stream_out(op.results[k], buffer, box, port)
+            else:
+                made[k].append(self.piece_of(op, box, buffer))
+
+    def _streamed(self, op: Operation, part: Part) -> bool:
+        """Whether a forward part's output is too big to hold (it goes to DRAM by steps);
+        never during a recomputation, whose results the training ops read on chip."""
+        out = self.ctx.elem_bytes * sum(volume(b) for b in part.outs)
+        return not self.recomputing and out > self.ctx.hold_budget and len(op.results) == 1
+
+    def _stream_out(self, value: Value, buffer: Buffer, box: Box, port: int) -> None:
+        """A step's output straight to DRAM (its readers load it after a barrier)."""
+        self.chip.store(value, buffer, box, port)
+        self.stored.setdefault(value, []).append((box, self.synced))
 
     def _record_boxes(self, op: Operation, made: Mapping[Value, Sequence[tuple[Box, Buffer]]],
                       port: int) -> None:
-        held, kept = self._lifetime(op)
         for value, boxes in made.items():
-            self._record(value, [Piece(box, buffer, self.phase, held, self.block, kept)
-                                 for box, buffer in boxes], port)
+            self._record(value, [self.piece_of(op, box, buffer) for box, buffer in boxes], port)
 
     def _record(self, result: Value, pieces: list[Piece], port: int) -> None:
         """Note where ``result``'s new pieces live, and store them if DRAM must hold them."""
@@ -223,8 +245,8 @@ class Emitter(Statistics):
         the chain needs."""
         if not isinstance(op, LayerOp) or len(op.results) != 1 or not ins or ins[0] is None:
             return None
-        elementwise = op.kind.name in ELEMENTWISE or (op.kind.name == "batchnorm"
-                                                      and running_statistics(op))
+        elementwise = op.kind.lowering in ELEMENTWISE or (
+            op.kind.lowering is Lowering.CHANNEL_NORM and running_statistics(op))
         source, buffer = op.operands[0], ins[0]
         if not elementwise or buffer.shape != extent(part.outs[0]) or any(
                 True for user in source.users() if user is not op):
@@ -235,40 +257,42 @@ class Emitter(Statistics):
     def store(self, value: Value, pieces: Sequence[Piece], port: int) -> None:
         for piece in pieces:
             self.chip.store(value, piece.buffer, piece.box, port)
-            self.stored.setdefault(value, []).append((piece.box, self.phase))
+            self.stored.setdefault(value, []).append((piece.box, self.synced))
 
     # ----- splitting forward ops
     def forward_parts(self, op: LayerOp, item: Item) -> list[tuple[int, Part]]:
         """The parts of a forward op: a layer's main op as the cost model splits it, ops
         merged into it on its pieces, the rest by the split rules."""
         tiles = item.home.tiles
-        follows = op.kind.name in ELEMENTWISE or (op.kind.name == "batchnorm"
-                                                  and running_statistics(op))
+        follows = op.kind.lowering in ELEMENTWISE or (
+            op.kind.lowering is Lowering.CHANNEL_NORM and running_statistics(op))
         inherited = self._inherit(op, item) if follows else None
         if inherited:
             return inherited
         planned = self._partitioned(op, item)
         if planned is not None:
             return planned
-        parts = split_forward(op, item.span, self.ctx.batch, len(tiles), self.ctx.training,
+        parts = forward_op_parts(op, item.span, self.ctx.batch, len(tiles), self.ctx.training,
                               self.ctx.budget, self.ctx.elem_bytes)
         return list(zip(tiles, parts, strict=False))
 
     def _partitioned(self, op: LayerOp, item: Item) -> list[tuple[int, Part]] | None:
         anchors, dims = self.ctx.anchors, self.ctx.dims
-        if anchors is None or dims is None or op.kind.name not in PARTITIONED:
+        if anchors is None or dims is None or op.kind.lowering not in PARTITIONED:
             return None
         layer = anchors.get(op)
         if layer is None or layer not in dims or not item.home.tiles:
             return None
-        out = split_forward(op, item.span, self.ctx.batch, 1, self.ctx.training)[0].outs[0]
+        out = forward_op_parts(op, item.span, self.ctx.batch, 1, self.ctx.training)[0].outs[0]
         sub = item.span[1] - item.span[0]
         if shape_of(op.results[0])[:1] != (self.ctx.batch,):
             return None
-        boxes = partition_boxes(out, layer_partition(dims[layer], sub, len(item.home.tiles)))
+        recorded = item.home.partition if item.home.subbatch == sub else None
+        factors = recorded or layer_partition(dims[layer], sub, len(item.home.tiles))
+        boxes = partition_boxes(out, factors, channel_unit(op))
         if boxes is None:
             return None
-        need = NEEDS[op.kind.name]
+        need = NEEDS[op.kind.lowering]
         parts = []
         for tile, box in zip(item.home.tiles, boxes, strict=False):
             ins, attrs = need(op, box)
@@ -279,19 +303,23 @@ class Emitter(Statistics):
         source, result = op.operands[0], op.results[0]
         if shape_of(source) != shape_of(result):
             return None
-        out = split_forward(op, item.span, self.ctx.batch, 1, self.ctx.training)[0].outs[0]
+        out = forward_op_parts(op, item.span, self.ctx.batch, 1, self.ctx.training)[0].outs[0]
         mine = [p for p in self.pieces.get(source, ()) if p.phase == self.phase
                 and p.buffer.tile in item.home.tiles and intersect(p.box, out) == p.box]
         if not mine or sum(volume(p.box) for p in mine) != volume(out):
             return None
-        need = NEEDS[op.kind.name]
-        return [(p.buffer.tile, Part((p.box,), need(op, p.box)[0], {}, (False,))) for p in mine]
+        need = NEEDS[op.kind.lowering]
+        return [(p.buffer.tile, Part((p.box,), *need(op, p.box), (False,))) for p in mine]
 
     # ----- phases
     def run_phase(self, phase: Phase, ops_of: Mapping[str, Sequence[Operation]]) -> None:
         backward = bool(phase.ops)
+        if (backward or phase.recompute) and not self.started_backward:
+            self.started_backward = True
+            self.retain_for_backward()
         if backward or phase.block != self.block:
             self.copies.clear()
+            self.remembered.clear()
         self.block = -1 if backward else phase.block
         self.recomputing = phase.recompute
         if not backward and len(phase.items) > 1:
@@ -307,7 +335,7 @@ class Emitter(Statistics):
                 assert isinstance(op, LayerOp)
                 if op.results[0] not in self.virtual:
                     self._run_forward(op, item)
-        self.chip.barrier(phase.label)
+        self.barrier(phase.label)
         self.phase += 1
 
     def _run_forward(self, op: LayerOp, item: Item) -> None:
@@ -370,21 +398,39 @@ class Emitter(Statistics):
             first.append((tile, reduction_chunks(op, step, ctx.chunk_budget, ctx.elem_bytes)[0]))
         return first
 
+    def _summable(self, op: GradOp, home: Home) -> bool:
+        """Whether a batchnorm gradient runs on per-channel sums: its output gradient is
+        held on ``home``'s tiles, or its batch boxes there fit ``Context.hold_budget``."""
+        if self.held_boxes(op.grad_output, home.tiles) is not None:
+            return True
+        return _fits(shape_of(op.grad_output), len(home.tiles), self.ctx.elem_bytes,
+                     self.ctx.hold_budget)
+
     def run_backward(self, ops: Sequence[Operation], home: Home) -> None:
         done: set[Operation] = set()
         for op in ops:
             if op in done:
                 continue
-            if isinstance(op, GradOp) and batch_statistics(op):
-                # Both gradients of one batchnorm come from the same sums: run them together.
+            if isinstance(op, GradOp) and batch_statistics(op) and self._summable(op, home):
+                # Both gradients of one batchnorm come from the same sums: run them together
+                # on the boxes the tiles hold (by channel, by its rule, when they are too
+                # big to hold).
                 wanted = [o for o in ops if isinstance(o, GradOp) and o not in done
                           and batch_statistics(o) and o.operands == op.operands]
                 self._record_boxes(op, self.batchnorm_backward(op, home.tiles, home.port, wanted),
                                    home.port)
                 done.update(wanted)
                 continue
+            if self.run_training(op, home):
+                continue
             parts = split_training(op, self.ctx.batch, len(home.tiles))
             self.run_op(op, list(zip(home.tiles, parts, strict=False)), home.port)
+
+
+def _fits(shape: tuple[int, ...], tiles: int, elem_bytes: int, budget: int) -> bool:
+    """Whether a batch split of ``shape`` over ``tiles`` gives boxes of at most ``budget``."""
+    per_sample = elem_bytes * math.prod(shape[1:])
+    return per_sample * -(-shape[0] // max(1, min(tiles, shape[0]))) <= budget
 
 
 def _same_phase(ctx: Context, op: Operation, user: Operation) -> bool:

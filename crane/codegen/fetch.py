@@ -27,6 +27,7 @@ the boxes straight from its inputs.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from crane.codegen.boxes import Box, contains, extent, intersect, text, volume, with_axis
 from crane.codegen.chip import Chip, Spread
@@ -48,9 +49,16 @@ class Fetcher:
         self.chip = Chip(rows, cols, self._tensor_name)
         self.pieces: dict[Value, list[Piece]] = {}
         self.copies: dict[Value, list[Piece]] = {}
+        self.remembered: dict[int, list[tuple[Value, Piece]]] = {}
+        """Per tile, the copies it remembers, oldest first (``_remember``)."""
         self.stored: dict[Value, list[tuple[Box, int]]] = {}
+        """Boxes of each value stored to DRAM, with the number of barriers before the store
+        (a load may read them once a barrier has followed)."""
+        self.synced = 0
+        """Barriers emitted so far (phase ends and mid-phase flushes)."""
         self.phase = 0
         self.block = -1
+        self.recomputing = False
         self.virtual = self._virtual_concats()
 
     def _tensor_name(self, value: Value) -> tuple[str, str]:
@@ -81,9 +89,38 @@ class Fetcher:
             found[result] = op
         return found
 
+    def piece_of(self, op: Operation, box: Box, buffer: Buffer) -> Piece:
+        """A box of ``op``'s result made now in ``buffer``, readable as its layer's schedule
+        says: for the rest of the block when the layer is fused (held), by later forward
+        blocks when the block keeps it (kept), by the training ops when recomputed."""
+        layer = self.ctx.layer_of.get(op, "")
+        forward = self.block >= 0 and not self.recomputing
+        held = bool(self.ctx.fused.get(layer)) and self.block >= 0
+        kept = layer in self.ctx.kept and forward
+        return Piece(box, buffer, self.phase, held, self.block, kept, self.recomputing)
+
     def _usable(self, piece: Piece) -> bool:
-        return (piece.phase == self.phase or piece.kept
-                or (piece.held and piece.block == self.block))
+        """Whether a piece may be read now: made in this phase, held in its block, kept for
+        the forward blocks after it, or recomputed for the training ops."""
+        forward = self.block >= 0 and not self.recomputing
+        return (piece.phase == self.phase or (piece.kept and (forward or piece.retained))
+                or piece.recomputed or (piece.held and piece.block == self.block))
+
+    def retain_for_backward(self) -> None:
+        """When the training ops begin: the kept forward pieces they may read on chip, the
+        newest first (backward reads them first) while a tile's total stays within
+        ``Context.retain_budget``; the others are read from DRAM, where the training ops'
+        readers made them stored."""
+        used: dict[int, int] = {}
+        kept = [(k, value, piece) for value, pieces in self.pieces.items()
+                for k, piece in enumerate(pieces) if piece.kept]
+        for k, value, piece in sorted(kept, key=lambda e: -e[2].buffer.id):
+            size = self.ctx.elem_bytes * volume(piece.box)
+            tile = piece.buffer.tile
+            if used.get(tile, 0) + size > self.ctx.retain_budget:
+                continue
+            used[tile] = used.get(tile, 0) + size
+            self.pieces[value][k] = replace(piece, retained=True)
 
     def _copy_usable(self, piece: Piece, value: Value) -> bool:
         if piece.phase == self.phase:
@@ -91,11 +128,28 @@ class Fetcher:
         return is_weight(value) and self.block >= 0 and piece.block == self.block
 
     def _remember(self, value: Value, box: Box, buffer: Buffer) -> None:
-        """A copy of ``box`` of ``value`` now on ``buffer``'s tile, for other tiles to share."""
+        """A copy of ``box`` of ``value`` now on ``buffer``'s tile, for other tiles to share
+        and later ops to reuse; a tile remembers at most ``Context.copy_budget`` bytes of
+        copies, forgetting the oldest (a later reader fetches again instead of keeping a
+        buffer alive)."""
         known = self.copies.setdefault(value, [])
         if any(p.buffer is buffer for p in known):
             return
-        known.append(Piece(box, buffer, self.phase, False, self.block))
+        piece = Piece(box, buffer, self.phase, False, self.block)
+        known.append(piece)
+        if not self.ctx.copy_budget:
+            return
+        queue = [(v, p) for v, p in self.remembered.get(buffer.tile, ())
+                 if any(q is p for q in self.copies.get(v, ()))]
+        queue.append((value, piece))
+        self.remembered[buffer.tile] = queue
+        total = sum(self.ctx.elem_bytes * volume(p.box) for _, p in queue)
+        while len(queue) > 1 and total > self.ctx.copy_budget:
+            old_value, old = queue.pop(0)
+            total -= self.ctx.elem_bytes * volume(old.box)
+            kept = self.copies.get(old_value, [])
+            if old in kept:
+                kept.remove(old)
 
     # ----- fetching operands
     def _sources(self, value: Value, box: Box, tile: int) -> list[tuple[Piece, Box]] | None:
@@ -158,7 +212,7 @@ class Fetcher:
         if found is not None:
             return found
         if not is_resident(value):
-            stored = [b for b, phase in self.stored.get(value, ()) if phase < self.phase]
+            stored = [b for b, at in self.stored.get(value, ()) if at < self.synced]
             covered = sum(volume(c) for b in stored if (c := intersect(b, box)) is not None)
             if covered != volume(box):
                 raise CodegenError(f"codegen bug: {text(box)} of '{value.name_hint}' is neither "
@@ -212,6 +266,11 @@ class Fetcher:
                                      lambda slab, tile, into: self.deliver(value, slab, tile, port, into))
         source = next(iter(local.values())) if local else self.get(value, box, unique[0], port)
         return self.chip.spread(source, unique, value, local)
+
+    def barrier(self, label: str) -> None:
+        """Every tile waits for all the others; DRAM stores before it become readable."""
+        self.chip.barrier(label)
+        self.synced += 1
 
     def elem_bytes_of(self, box: Box) -> int:
         return volume(box) * self.ctx.elem_bytes

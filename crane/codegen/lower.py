@@ -13,7 +13,8 @@ names.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from crane.autodiff import is_training_step
@@ -36,11 +37,12 @@ from crane.codegen.plan import (
     with_refresh,
 )
 from crane.codegen.program import TileModule
-from crane.codegen.rules import whole_batch
+from crane.codegen.rules import shape_of, whole_batch
 from crane.cost.layer import STREAM_SHARE
 from crane.dialects.graph import FuncOp, LayerOp, ReturnOp
 from crane.dialects.graph_batch import graph_batch, rebatched
 from crane.dialects.graph_grad import AccumulateOp
+from crane.dialects.layers.definition import Lowering
 from crane.dialects.segment import BlockOp, ScheduleOp
 from crane.hardware.machine import Machine
 from crane.ir.attributes import DenseIntsAttr, IntAttr, StringAttr
@@ -147,7 +149,9 @@ def lower_func(func: FuncOp, schedule: ScheduleOp, machine: Machine,
     rerun = {b: _recompute_phases(runs, len(blocks) + b, machine, batch, ops_of, training)
              for b, runs in again.items()}
     recomputed = frozenset(name for b in again for name in blocks[b].layer_names)
-    refreshed = _refreshed(own, ops_of, recomputed) if training else frozenset()
+    hold_budget = machine.sram_bytes // 4
+    refreshed = _refreshed(own, ops_of, recomputed, homes, hold_budget // machine.data_bytes) \
+        if training else frozenset()
     phases += with_recomputation(
         with_refresh(backward_phases(backward, rank, homes, block_of, batch), refreshed), rerun,
         {b: blocks[b].layer_names for b in again})
@@ -155,8 +159,10 @@ def lower_func(func: FuncOp, schedule: ScheduleOp, machine: Machine,
     ctx = Context(batch, training, layer_of, fused, block_of, output_names(func),
                   frozenset(op for op, _ in backward),
                   budget=machine.sram_bytes // 2 if fit_sram else 0,
-                  elem_bytes=machine.data_bytes, chunk_budget=machine.sram_bytes // 2,
+                  elem_bytes=machine.data_bytes, chunk_budget=machine.sram_bytes // 4,
                   step_budget=int(STREAM_SHARE * machine.sram_bytes),
+                  training_budget=machine.sram_bytes // 8, hold_budget=hold_budget,
+                  copy_budget=machine.sram_bytes // 2, retain_budget=machine.sram_bytes // 4,
                   anchors=own.anchors, dims=own.dims,
                   kept=frozenset(name for block in blocks for name in kept_outputs(block)),
                   backward_phase={op: k for k, phase in enumerate(phases) for op in phase.ops},
@@ -169,17 +175,26 @@ def lower_func(func: FuncOp, schedule: ScheduleOp, machine: Machine,
     return TileModule(label, emitter.programs, list(emitter.tensors.values()))
 
 
-REFRESHED_KINDS = frozenset({"conv2d", "linear", "matmul"})
-"""Kinds of a layer's main op whose later ops codegen recomputes in backward."""
+REFRESHED_KINDS = frozenset({Lowering.CONV, Lowering.LINEAR, Lowering.MATMUL})
+"""Lowering classes of a layer's main op whose later ops codegen recomputes in backward."""
 
 
-def _refreshed(own: Ownership, ops_of: dict[str, list[Operation]], recomputed: frozenset[str]
-               ) -> frozenset[str]:
+def _refreshed(own: Ownership, ops_of: dict[str, list[Operation]], recomputed: frozenset[str],
+               homes: Mapping[str, Home], hold: int) -> frozenset[str]:
     """Layers whose internals backward recomputes: made by a ``REFRESHED_KINDS`` op followed
-    by more ops, in blocks that are not recomputed as a whole."""
+    by more ops, in blocks that are not recomputed as a whole, whose results each tile of
+    the layer can hold (``hold`` elements; the recomputed results stay on chip for the
+    training ops, so a layer bigger than that stores them in forward instead)."""
     return frozenset(layer for op, layer in own.anchors.items()
-                     if isinstance(op, LayerOp) and op.kind.name in REFRESHED_KINDS
-                     and layer not in recomputed and len(ops_of.get(layer, ())) > 1)
+                     if isinstance(op, LayerOp) and op.kind.lowering in REFRESHED_KINDS
+                     and layer not in recomputed and len(ops_of.get(layer, ())) > 1
+                     and _per_tile(ops_of[layer], homes.get(layer)) <= hold)
+
+
+def _per_tile(ops: Sequence[Operation], home: Home | None) -> float:
+    """Elements of the largest result of ``ops`` per tile of ``home``."""
+    tiles = max(1, len(home.tiles)) if home is not None else 1
+    return max((math.prod(shape_of(r)) for op in ops for r in op.results), default=0) / tiles
 
 
 def _recompute_phases(blocks: Sequence[BlockOp], index: int, machine: Machine, batch: int,

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from crane.cost.workload import Dims
 from crane.dialects.graph import FuncOp, LayerOp, ReturnOp, WeightOp
 from crane.dialects.graph_batch import graph_batch
 from crane.dialects.graph_grad import AccumulateOp, FillOp, GradOp, OptimizerStateOp, UpdateOp
 from crane.ir.core import Operation, Value
-from crane.schedule.from_graph import _Builder
-from crane.schedule.workload import Dims
+from crane.schedule.from_graph import WorkloadBuilder
 
 
 class CodegenError(Exception):
@@ -42,7 +42,7 @@ class CodegenError(Exception):
         self.op = op
 
 
-class _ForwardBuilder(_Builder):
+class _ForwardBuilder(WorkloadBuilder):
     """``from_graph``'s walk, with merges decided on forward users only."""
 
     def __init__(self, batch: int, elem_bytes: int, training: bool, forward_only: bool) -> None:
@@ -113,7 +113,7 @@ def owners(func: FuncOp, training: bool, forward_only: bool = True) -> Ownership
             direct[op] = owner.name
         else:
             pending.append(op)
-    _adopt(pending, direct)
+    _adopt(pending, direct, {op: k for k, op in enumerate(order)})
     forward = [(op, direct[op]) for op in order if op in direct]
     backward_ops = [op for op in order if not isinstance(op, LayerOp | WeightOp | OptimizerStateOp)]
     backward = _backward_owners(backward_ops, direct)
@@ -126,12 +126,17 @@ def _producer_layer(value: Value, direct: dict[Operation, str]) -> str | None:
     return direct.get(owner) if owner is not None else None
 
 
-def _adopt(pending: list[Operation], direct: dict[Operation, str]) -> None:
-    """Transparent ops, embeddings and losses join the layer of a user or producer."""
+def _adopt(pending: list[Operation], direct: dict[Operation, str],
+           position: dict[Operation, int]) -> None:
+    """Transparent ops, embeddings and losses join the layer of their first user in graph
+    order (not use-list order, which a rewrite inserting users reorders), else of a
+    producer."""
     for op in reversed(pending):
         if isinstance(op, LayerOp) and op.kind.is_loss:
             continue
-        users = [direct[u] for v in op.results for u in v.users() if u in direct]
+        readers = sorted((u for v in op.results for u in v.users() if u in direct),
+                         key=lambda u: position.get(u, len(position)))
+        users = [direct[u] for u in readers]
         if users:
             direct[op] = users[0]
     for op in pending:

@@ -9,7 +9,7 @@ A *phase* ends with a barrier of every tile. For a ``segment.block`` (its ``tile
   on the tiles ``placement[i][j]`` through DRAM port ``ports[i][j]``;
 * **layer by layer** when the block holds a whole-batch op (batchnorm normalises with the
   statistics of the whole batch, as the reference interpreter does; losses; training
-  dropout) and more than one sub-batch: no sub-batch can be finished before every sample
+  ) and more than one sub-batch: no sub-batch can be finished before every sample
   has passed the layer, so each column becomes one phase on every tile of the block (one
   column runs at a time; its widest state's DRAM port), in which its ops run sub-batch by
   sub-batch except the whole-batch ones, which run once over the whole batch.
@@ -52,6 +52,11 @@ class Home:
 
     tiles: tuple[int, ...]
     port: int
+    partition: tuple[int, int, int, int] | None = None
+    """The cost model's (batch, K, H, W) split of one sub-batch of ``subbatch`` samples of
+    the layer over these tiles, as the schedule records it (``partitions``); None where
+    codegen chose the tiles itself."""
+    subbatch: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,9 +98,11 @@ def block_phase(block: BlockOp) -> str:
 
 
 def placement_of(block: BlockOp, tiles: int, ports: int) -> tuple[list[list[Home]], int]:
-    """The block's homes ``[state][column]`` from its ``placement``/``ports`` attributes."""
+    """The block's homes ``[state][column]`` from its ``placement``/``ports`` attributes
+    (and the recorded ``partitions``, if any)."""
     n = len(block.layer_names)
     split = block.tile_split()
+    facts = block.plan_facts()
     placement = block.attributes.get("placement")
     port_attr = block.attributes.get("ports")
     if not isinstance(placement, ArrayAttr) or not isinstance(port_attr, DenseIntsAttr):
@@ -117,7 +124,8 @@ def placement_of(block: BlockOp, tiles: int, ports: int) -> tuple[list[list[Home
             if count and not 0 <= port < ports:
                 raise CodegenError(f"block '{block.label}', state {i}, column {j}: DRAM port "
                                    f"{port} is not one of the machine's {ports}", block)
-            homes[i].append(Home(ids, port))
+            recorded = facts.partitions[i][j] if facts is not None and count else None
+            homes[i].append(Home(ids, port, recorded, block.subbatch))
     return homes, n
 
 

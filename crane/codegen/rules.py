@@ -1,6 +1,6 @@
 """How one graph op's work divides over tiles: the boxes each part reads and writes.
 
-:func:`split_op` divides an op's output (for one item: a batch span of the graph tensors)
+:func:`forward_op_parts` divides an op's output (for one item: a batch span of the graph tensors)
 over ``n`` tiles along the first dimension that gives every tile work, in the order the
 op allows: the batch, then the output channel, then space (conv-like ops take a
 rows x cols grid from :func:`crane.tiling.cores.spatial_grid`); when none reaches ``n``
@@ -14,8 +14,8 @@ columns: numpy rounds a column slice of a product differently from the whole pro
 a slice of several rows identically (a single row goes through a vector kernel and may
 round differently), and the simulator is checked against the unsplit reference.
 
-Whole-batch ops (batchnorm's batch statistics, losses, training dropout masks) are split
-by channel only, or not at all (a batchnorm with running statistics splits like an
+Whole-batch ops (batchnorm's batch statistics, losses) are split by channel only, or not at
+all (a batchnorm with running statistics splits like an
 elementwise op); batchnorm's gradients by channel too. (The emitter runs batch-statistics
 batchnorms on the boxes the tiles already hold instead, ``crane.codegen.statistics``;
 these splits remain for a forward batchnorm whose input is not on chip in its phase.) Other gradients
@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from crane.codegen.boxes import Box, extent, full, split_span, volume, with_axis
 from crane.dialects.graph import LayerOp
 from crane.dialects.graph_grad import AccumulateOp, GradOp, UpdateOp
+from crane.dialects.layers.definition import Lowering
 from crane.ir.attributes import Attribute, BoolAttr, DenseIntsAttr, IntAttr
 from crane.ir.core import Operation, Value
 from crane.ir.types import TensorType
@@ -38,13 +39,11 @@ from crane.tiling.cores import spatial_grid
 from crane.tiling.layers import Window
 from crane.tiling.regions import Interval, axis_input
 
-UNARY = frozenset({"relu", "gelu", "silu", "sigmoid", "tanh", "dropout"})
-ELEMENTWISE = UNARY | {"add", "mul"}
-WINDOW = frozenset({"conv2d", "max_pool2d", "avg_pool2d"})
-NOT_PER_SAMPLE = frozenset({"batchnorm", "dropout"})
-"""Kinds whose backward needs the whole batch (statistics, full-tensor masks)."""
-WHOLE_WEIGHT_GRADIENT = frozenset({"attention"})
-"""Kinds whose weight gradient is not split by batch: attention's key-bias gradient is zero
+ELEMENTWISE = frozenset({Lowering.UNARY, Lowering.BINARY})
+"""Lowering classes whose parts read their own box of every operand."""
+WINDOW = frozenset({Lowering.CONV, Lowering.POOL})
+WHOLE_WEIGHT_GRADIENT = frozenset({Lowering.ATTENTION})
+"""Classes whose weight gradient is not split by batch: attention's key-bias gradient is zero
 in exact arithmetic (softmax ignores a constant shift), so partial sums added in another
 order than the reference change its rounding noise, which Adam's normalisation amplifies."""
 
@@ -72,8 +71,24 @@ def whole_batch(op: Operation, training: bool) -> bool:
     """Whether the op needs every sample at once (so a block holding it cannot pipeline)."""
     if not isinstance(op, LayerOp):
         return False
-    return (op.kind.is_loss or (op.kind.name == "batchnorm" and not running_statistics(op))
-            or (training and op.kind.name == "dropout"))
+    return op.kind.is_loss or (op.kind.has_batch_statistics and not running_statistics(op))
+
+
+def mask_attrs(op: Operation, out: Box) -> dict[str, Attribute]:
+    """What an op run on the box ``out`` of its tensor needs to know of the box's place: a
+    random op (dropout, or its gradient) draws that box of the whole tensor's mask
+    (``crane.exec.forward.dropout_keep``); a causal softmax masks by the rows' query
+    index; other ops need nothing."""
+    shape = shape_of(op.results[0]) if op.results else ()
+    if not isinstance(op, LayerOp | GradOp) or not out or out == full(shape):
+        return {}
+    if op.kind.is_random:
+        return {"mask_shape": DenseIntsAttr(shape),
+                "mask_offset": DenseIntsAttr(tuple(a for a, _ in out))}
+    causal = op.attributes.get("causal")
+    if isinstance(causal, BoolAttr) and causal.value and len(out) >= 2:
+        return {"query_offset": IntAttr(out[-2][0])}
+    return {}
 
 
 def running_statistics(op: Operation) -> bool:
@@ -97,7 +112,7 @@ def _broadcast(out: Box, shape: tuple[int, ...]) -> Box:
 
 
 def _elementwise(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
-    return tuple(_broadcast(out, shape_of(v)) for v in op.operands), {}
+    return tuple(_broadcast(out, shape_of(v)) for v in op.operands), mask_attrs(op, out)
 
 
 def _ints(op: Operation, name: str) -> tuple[int, ...]:
@@ -136,17 +151,46 @@ def _spatial(op: Operation, out: Box) -> tuple[tuple[int, int], tuple[int, int],
     return (rows.start, rows.stop), (cols.start, cols.stop), attrs
 
 
+def conv_groups(op: Operation) -> int:
+    """The group count of a convolution (a depthwise one has one group per input channel)."""
+    if bool(getattr(op.attributes.get("depthwise"), "value", False)):
+        return shape_of(op.operands[0])[1]
+    return max(1, _int(op, "groups", 1))
+
+
+def channel_unit(op: Operation) -> int:
+    """Output channels per group of a grouped convolution (1 otherwise): a part's output
+    channels must be whole groups, which then read their own input channels only."""
+    groups = conv_groups(op) if isinstance(op, LayerOp) and op.kind.lowering is Lowering.CONV else 1
+    return shape_of(op.results[0])[1] // groups if groups > 1 else 1
+
+
 def _conv(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
+    """A box of a convolution's output: for a grouped one (whole groups of output
+    channels, see :func:`channel_unit`) the input channels of those groups and their count."""
     x, w = shape_of(op.operands[0]), shape_of(op.operands[1])
     rows, cols, attrs = _spatial(op, out)
-    depthwise = bool(getattr(op.attributes.get("depthwise"), "value", False))
-    channels = out[1] if depthwise else (0, x[1])
+    groups, unit = conv_groups(op), channel_unit(op)
+    k0, k1 = out[1]
+    if groups > 1 and (k0 % unit or k1 % unit):
+        raise ValueError(f"output channels {k0}:{k1} of a convolution with {groups} groups "
+                         f"of {unit} are not whole groups")
+    per_group = x[1] // groups
+    channels = (0, x[1]) if groups == 1 else (k0 // unit * per_group, k1 // unit * per_group)
     ins: list[Box] = [(out[0], channels, rows, cols), (out[1], (0, w[1]), (0, w[2]), (0, w[3]))]
     ins += [(out[1],) for _ in op.operands[2:]]
-    attrs["out"] = IntAttr(out[1][1] - out[1][0])
-    if depthwise:  # a part of a depthwise conv is one over its own channels
-        attrs["groups"] = IntAttr(out[1][1] - out[1][0])
+    attrs["out"] = IntAttr(k1 - k0)
+    if groups > 1:  # a part is a convolution over its own groups
+        attrs["groups"] = IntAttr((k1 - k0) // unit)
+        attrs["depthwise"] = BoolAttr(False)
     return tuple(ins), attrs
+
+
+def aligned_spans(start: int, stop: int, parts: int, unit: int = 1) -> list[tuple[int, int]]:
+    """``split_span`` in whole multiples of ``unit`` (``start`` and ``stop`` being ones)."""
+    if unit <= 1:
+        return split_span(start, stop, parts)
+    return [(a * unit, b * unit) for a, b in split_span(start // unit, stop // unit, parts)]
 
 
 def _pool(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
@@ -166,7 +210,7 @@ def _channel_norm(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, A
 
 
 def _same_weights_full(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
-    return (out, *(full(shape_of(v)) for v in op.operands[1:])), {}
+    return (out, *(full(shape_of(v)) for v in op.operands[1:])), mask_attrs(op, out)
 
 
 def _linear(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
@@ -198,14 +242,31 @@ def _batch_only(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Att
     return tuple(boxes), {}
 
 
+def kept_prefix(before: tuple[int, ...], after: tuple[int, ...]) -> int:
+    """How many leading axes a reshape keeps (equal sizes): a box over them is the same
+    elements before and after it (row-major order)."""
+    count = 0
+    for a, b in zip(before, after, strict=False):
+        if a != b:
+            break
+        count += 1
+    return min(count, len(before) - 1, len(after) - 1)
+
+
 def _reshape(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
-    boxes, _ = _batch_only(op, out)
+    """A box over the kept leading axes: the same box of the input, whole beyond them."""
+    x = shape_of(op.operands[0])
+    keep = kept_prefix(x, shape_of(op.results[0]))
+    box = (*out[:keep], *full(x[keep:]))
     attrs: dict[str, Attribute] = {"shape": DenseIntsAttr(extent(out))} if "shape" in op.attributes else {}
-    return boxes, attrs
+    return (box, *(full(shape_of(v)) for v in op.operands[1:])), attrs
 
 
 def _embedding(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
-    return (out[:-1], full(shape_of(op.operands[1]))), {}
+    """Ids of the box's tokens and the table's columns of its dims (every row: which rows
+    the ids pick is known only when the program runs)."""
+    vocab = shape_of(op.operands[1])[0]
+    return (out[:-1], ((0, vocab), out[-1])), {"dim": IntAttr(out[-1][1] - out[-1][0])}
 
 
 def _transpose(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
@@ -222,70 +283,73 @@ def _along(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribut
     return tuple(with_axis(out, axis, (0, shape_of(v)[axis])) for v in op.operands), {}
 
 
-NEEDS: Mapping[str, Need] = {
-    **dict.fromkeys(ELEMENTWISE, _elementwise),
-    "conv2d": _conv, "max_pool2d": _pool, "avg_pool2d": _pool,
-    "global_avg_pool": _global_pool, "batchnorm": _channel_norm,
-    "layernorm": _same_weights_full, "softmax": _same_weights_full,
-    "linear": _linear, "matmul": _matmul, "attention": _batch_only,
-    "reshape": _reshape, "flatten": _batch_only, "embedding": _embedding,
-    "transpose": _transpose, "slice": _along, "concat": _along,
+def _whole(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
+    """Every operand whole (an op run as one part)."""
+    return tuple(full(shape_of(v)) for v in op.operands), {}
+
+
+NEEDS: Mapping[Lowering, Need] = {
+    Lowering.UNARY: _elementwise, Lowering.BINARY: _elementwise,
+    Lowering.CONV: _conv, Lowering.POOL: _pool, Lowering.GLOBAL_POOL: _global_pool,
+    Lowering.CHANNEL_NORM: _channel_norm, Lowering.LAST_AXES_NORM: _same_weights_full,
+    Lowering.AXIS_NORM: _same_weights_full, Lowering.LINEAR: _linear,
+    Lowering.MATMUL: _matmul, Lowering.ATTENTION: _batch_only, Lowering.RESHAPE: _reshape,
+    Lowering.GATHER: _embedding, Lowering.PERMUTE: _transpose, Lowering.ALONG_AXIS: _along,
+    Lowering.WHOLE: _whole,
 }
+"""What a part of an op of each lowering class reads, given the box it writes."""
 
 
 def split_axes(op: Operation, training: bool) -> tuple[tuple[int, ...], ...]:
     """Candidate splits of a forward op's output, best first: one axis, or a spatial grid."""
-    kind = op.kind.name if isinstance(op, LayerOp) else ""
     rank = len(shape_of(op.results[0])) if op.results else 0
     if not isinstance(op, LayerOp):
         return tuple((a,) for a in range(rank))
+    lowering = op.kind.lowering
     if whole_batch(op, training):
-        return ((1,),) if kind == "batchnorm" else ()
-    if kind in ELEMENTWISE or kind == "transpose" or kind == "batchnorm":
+        return ((1,),) if lowering is Lowering.CHANNEL_NORM else ()
+    if lowering in ELEMENTWISE or lowering in (Lowering.PERMUTE, Lowering.CHANNEL_NORM):
         return tuple((a,) for a in range(rank))
-    if kind in WINDOW:
-        groups = _int(op, "groups", 1)
-        depthwise = bool(getattr(op.attributes.get("depthwise"), "value", False))
-        channel = ((1,),) if kind != "conv2d" or groups == 1 or depthwise else ()
-        return ((0,), *channel, (2, 3))
-    if kind == "global_avg_pool":
+    if lowering in WINDOW:
+        return ((0,), (1,), (2, 3))
+    if lowering is Lowering.GLOBAL_POOL:
         return ((0,), (1,))
-    return _other_axes(op, kind, rank)
+    return _other_axes(op, lowering, rank)
 
 
-def _other_axes(op: Operation, kind: str, rank: int) -> tuple[tuple[int, ...], ...]:
-    if kind in ("layernorm",):
+def _other_axes(op: Operation, lowering: Lowering, rank: int) -> tuple[tuple[int, ...], ...]:
+    if lowering is Lowering.LAST_AXES_NORM:
         weight_rank = len(shape_of(op.operands[1])) if len(op.operands) > 1 else 1
         return tuple((a,) for a in range(rank - weight_rank))
-    if kind in ("softmax", "slice", "concat"):
+    if lowering in (Lowering.AXIS_NORM, Lowering.ALONG_AXIS):
         axis = _int(op, "axis", -1) % rank
         return tuple((a,) for a in range(rank) if a != axis)
-    if kind == "linear":
+    if lowering in (Lowering.LINEAR, Lowering.MATMUL):
         return (*((a,) for a in range(rank - 1)), (rank - 1,))
-    if kind == "matmul":
-        return (*((a,) for a in range(rank - 1)), (rank - 1,))
-    if kind == "embedding":
-        return tuple((a,) for a in range(rank - 1))
-    if kind in ("attention",):
+    if lowering is Lowering.GATHER:  # by the table's columns first: read once in all
+        return ((rank - 1,), *((a,) for a in range(rank - 1)))
+    if lowering is Lowering.ATTENTION:
         return ((0,),)
-    if kind in ("reshape", "flatten"):
-        same = shape_of(op.operands[0])[:1] == shape_of(op.results[0])[:1]
-        return ((0,),) if same else ()
+    if lowering is Lowering.RESHAPE:
+        keep = kept_prefix(shape_of(op.operands[0]), shape_of(op.results[0]))
+        return tuple((a,) for a in range(keep))
+    assert lowering is Lowering.WHOLE, f"no split axes for {lowering}"
     return ()
 
 
-def _parts_along(out: Box, axes: tuple[int, ...], n: int) -> list[Box]:
+def _parts_along(out: Box, axes: tuple[int, ...], n: int, unit: int = 1) -> list[Box]:
     if len(axes) == 1:
-        return [with_axis(out, axes[0], s) for s in split_span(*out[axes[0]], n)]
+        step = unit if axes[0] == 1 else 1
+        return [with_axis(out, axes[0], s) for s in aligned_spans(*out[axes[0]], n, step)]
     hw = extent(out)[2:4]
     rows, cols = spatial_grid((hw[0], hw[1]), n)
     return [with_axis(with_axis(out, 2, r), 3, c)
             for r in split_span(*out[2], rows) for c in split_span(*out[3], cols)]
 
 
-def _capacity(out: Box, axes: tuple[int, ...], n: int) -> int:
+def _capacity(out: Box, axes: tuple[int, ...], n: int, unit: int = 1) -> int:
     if len(axes) == 1:
-        return extent(out)[axes[0]]
+        return extent(out)[axes[0]] // (unit if axes[0] == 1 else 1)
     hw = extent(out)[2:4]
     try:
         spatial_grid((hw[0], hw[1]), n)
@@ -294,15 +358,16 @@ def _capacity(out: Box, axes: tuple[int, ...], n: int) -> int:
     return n
 
 
-def choose(out: Box, candidates: Sequence[tuple[int, ...]], n: int) -> list[Box]:
-    """Output boxes of the first candidate split reaching ``n`` parts (else the widest)."""
+def choose(out: Box, candidates: Sequence[tuple[int, ...]], n: int, unit: int = 1) -> list[Box]:
+    """Output boxes of the first candidate split reaching ``n`` parts (else the widest);
+    channel (axis 1) splits in whole multiples of ``unit``."""
     if n <= 1 or not candidates:
         return [out]
-    widths = [min(n, _capacity(out, axes, n)) for axes in candidates]
+    widths = [min(n, _capacity(out, axes, n, unit)) for axes in candidates]
     best = next((k for k, w in enumerate(widths) if w >= n), widths.index(max(widths)))
     if widths[best] <= 1:
         return [out]
-    return _parts_along(out, candidates[best], widths[best])
+    return _parts_along(out, candidates[best], widths[best], unit)
 
 
 def footprint(part: Part, elem_bytes: int = 4) -> int:
@@ -310,11 +375,15 @@ def footprint(part: Part, elem_bytes: int = 4) -> int:
     return elem_bytes * sum(volume(b) for b in (*part.outs, *part.ins) if b is not None)
 
 
-STREAM_AXES: Mapping[str, tuple[int, ...]] = {
-    "conv2d": (2, 0, 3), "max_pool2d": (2, 0, 3), "avg_pool2d": (2, 0, 3),
-    "global_avg_pool": (1, 0), "linear": (-2, 0, -1), "add": (-2, 0, -1), "mul": (-2, 0, -1)}
-"""Layer kinds a tile may run in steps over its output, and the axes it cuts (best first)."""
-WEIGHT_AXES: Mapping[str, tuple[int, ...]] = {"conv2d": (1,), "linear": (-1,)}
+STREAM_AXES: Mapping[Lowering, tuple[int, ...]] = {
+    Lowering.CONV: (2, 0, 3), Lowering.POOL: (2, 0, 3), Lowering.GLOBAL_POOL: (1, 0),
+    Lowering.LINEAR: (-2, 0, -1), Lowering.BINARY: (-2, 0, -1), Lowering.UNARY: (1, 0, -1),
+    Lowering.CHANNEL_NORM: (1,), Lowering.MATMUL: (-2, 0, 1, -1), Lowering.AXIS_NORM: (-2, 0, 1),
+    Lowering.LAST_AXES_NORM: (-2, 0, 1), Lowering.PERMUTE: (0, 1, 2, -1),
+    Lowering.RESHAPE: (0, 1, 2), Lowering.GATHER: (-1, 0, 1), Lowering.ALONG_AXIS: (0, 1, 2, -1)}
+"""Lowering classes a tile may run in steps over its output, and the axes it cuts (best
+first, only those the op may be split along); the other classes run each part in one step."""
+WEIGHT_AXES: Mapping[Lowering, tuple[int, ...]] = {Lowering.CONV: (1,), Lowering.LINEAR: (-1,)}
 """Output axes that cut a layer's weights: stepping along them when the weights are the
 bigger operand streams each weight slice once instead of once per step."""
 
@@ -348,30 +417,45 @@ def temporal_chunks(op: Operation, part: Part, budget: int, elem_bytes: int,
     activations are still too big (the input is read again for every weight slice: the
     loop over weights is outside).
     """
-    kind = op.kind.name if isinstance(op, LayerOp) else ""
-    axes = STREAM_AXES.get(kind)
-    if not budget or axes is None or len(part.outs) != 1:
+    lowering = op.kind.lowering if isinstance(op, LayerOp) else None
+    axes = STREAM_AXES.get(lowering) if lowering is not None else None
+    if not budget or lowering is None or axes is None or len(part.outs) != 1:
         return [part]
     steps = [part]
     if _weight_bound(op, part, elem_bytes, weight_budget):
         weights = elem_bytes * sum(volume(b) for v, b in zip(op.operands, part.ins, strict=True)
                                    if b is not None and isinstance(op, LayerOp) and v in op.weights)
-        steps = _cut(op, part, WEIGHT_AXES.get(kind, ()), -(-weights // max(1, weight_budget)))
+        steps = _cut(op, part, WEIGHT_AXES.get(lowering, ()), -(-weights // max(1, weight_budget)))
     return [piece for step in steps for piece in _cut(
         op, step, axes, -(-_activation_bytes(op, step, elem_bytes) // budget))]
 
 
 def _cut(op: Operation, part: Part, axes: Sequence[int], count: int) -> list[Part]:
-    """``part`` cut into up to ``count`` steps along the first of ``axes`` with room."""
+    """``part`` cut into about ``count`` steps along ``axes`` in order: as many pieces as
+    the first axis with room allows, then the next one for the rest (only axes the op may
+    be split along; channels in whole groups of a grouped convolution)."""
     out = part.outs[0]
     sizes = extent(out)
-    axis = next((a % len(out) for a in axes if sizes[a % len(out)] >= 2), None)
-    if count <= 1 or axis is None:
+    allowed = {a for split in split_axes(op, True) for a in split}
+    counts: dict[int, int] = {}
+    wanted = count
+    for axis in dict.fromkeys(a % len(out) for a in axes):
+        unit = channel_unit(op) if axis == 1 else 1
+        room = sizes[axis] // unit
+        if wanted <= 1 or axis not in allowed or room < 2:
+            continue
+        counts[axis] = min(wanted, room)
+        wanted = -(-wanted // counts[axis])
+    if not counts:
         return [part]
-    need = NEEDS[op.kind.name if isinstance(op, LayerOp) else ""]
+    assert isinstance(op, LayerOp)
+    need = NEEDS[op.kind.lowering]
+    boxes = [out]
+    for axis, pieces in counts.items():
+        unit = channel_unit(op) if axis == 1 else 1
+        boxes = [with_axis(b, axis, span) for b in boxes for span in aligned_spans(*b[axis], pieces, unit)]
     steps = []
-    for span in split_span(*out[axis], min(count, sizes[axis])):
-        box = with_axis(out, axis, span)
+    for box in boxes:
         ins, attrs = need(op, box)
         steps.append(Part((box,), ins, attrs, part.partial))
     return steps
@@ -387,15 +471,17 @@ def reduction_chunks(op: Operation, part: Part, budget: int, elem_bytes: int) ->
     weights stream through (the cost model re-reads weights that do not fit for every
     sub-batch); weights that fit are fetched once and kept.
     """
-    kind = op.kind.name if isinstance(op, LayerOp) else ""
-    if not budget or kind not in ("conv2d", "linear") or len(part.ins) < 2:
+    lowering = op.kind.lowering if isinstance(op, LayerOp) else None
+    if lowering is Lowering.GATHER:
+        return _table_chunks(part, budget, elem_bytes)
+    if not budget or lowering not in (Lowering.CONV, Lowering.LINEAR) or len(part.ins) < 2:
         return [part]
-    dense = kind == "linear" or (_int(op, "groups", 1) == 1
+    dense = lowering is Lowering.LINEAR or (_int(op, "groups", 1) == 1
                                  and not getattr(op.attributes.get("depthwise"), "value", False))
     x_box, w_box = part.ins[0], part.ins[1]
     if not dense or x_box is None or w_box is None or elem_bytes * volume(w_box) <= budget:
         return [part]
-    x_axis, w_axis = (1, 1) if kind == "conv2d" else (len(x_box) - 1, 0)
+    x_axis, w_axis = (1, 1) if lowering is Lowering.CONV else (len(x_box) - 1, 0)
     low, high = x_box[x_axis]
     count = min(high - low, -(-elem_bytes * volume(w_box) // budget))
     if count <= 1:
@@ -409,7 +495,22 @@ def reduction_chunks(op: Operation, part: Part, budget: int, elem_bytes: int) ->
     return chunks
 
 
-def split_forward(op: LayerOp, span: tuple[int, int], batch: int, n: int,
+def _table_chunks(part: Part, budget: int, elem_bytes: int) -> list[Part]:
+    """An embedding part whose table columns exceed ``budget`` bytes as chunks of the
+    table's rows: each looks up the ids in its rows (``row_offset``), zero for the others,
+    and the chunks add up to the lookup."""
+    ids, table = part.ins[0], part.ins[1]
+    if not budget or table is None or elem_bytes * volume(table) <= budget:
+        return [part]
+    rows = table[0]
+    count = min(rows[1] - rows[0], -(-elem_bytes * volume(table) // budget))
+    return [Part(part.outs, (ids, with_axis(table, 0, span)),
+                 {**part.attrs, "row_offset": IntAttr(span[0]), "vocab": IntAttr(span[1] - span[0])},
+                 part.partial)
+            for span in split_span(*rows, count)]
+
+
+def forward_op_parts(op: LayerOp, span: tuple[int, int], batch: int, n: int,
                   training: bool, budget: int = 0, elem_bytes: int = 4) -> list[Part]:
     """The parts of a forward layer op over ``n`` tiles for the item over ``span``.
 
@@ -418,13 +519,14 @@ def split_forward(op: LayerOp, span: tuple[int, int], batch: int, n: int,
     with the smallest parts.
     """
     out = span_box(op.results[0], span, batch)
-    need = NEEDS.get(op.kind.name)
-    if need is None:
+    if op.kind.lowering is Lowering.WHOLE:
         ins = tuple(span_box(v, span, batch) for v in op.operands)
         return [Part((out,), ins, {}, (False,))]
+    need = NEEDS[op.kind.lowering]
     candidates = split_axes(op, training)
-    options = [choose(out, candidates[k:k + 1], n) for k in range(len(candidates))]
-    preferred = choose(out, candidates, n)
+    unit = channel_unit(op)
+    options = [choose(out, candidates[k:k + 1], n, unit) for k in range(len(candidates))]
+    preferred = choose(out, candidates, n, unit)
     made = [[_part(op, need, box) for box in boxes] for boxes in [preferred, *options]]
     def worst(parts: list[Part]) -> int:
         return max(footprint(p, elem_bytes) for p in parts)
@@ -456,11 +558,12 @@ def split_training(op: Operation, batch: int, n: int) -> list[Part]:
         return [Part((box,) * len(outs), tuple(_broadcast(box, shape_of(v)) for v in op.operands),
                      {}, (False,) * len(outs))
                 for box in choose(first, ((0,),), n)]
-    if isinstance(op, GradOp) and op.kind.name == "batchnorm":
+    if isinstance(op, GradOp) and op.kind.lowering is Lowering.CHANNEL_NORM:
         return _channel_grad_parts(op, n) or [whole]
-    if not isinstance(op, GradOp) or op.kind.is_loss or op.kind.name in NOT_PER_SAMPLE:
+    if not isinstance(op, GradOp) or op.kind.is_loss or op.kind.has_batch_statistics \
+            or op.kind.is_random:  # needs the whole batch: statistics, full-tensor masks
         return [whole]
-    if op.role == "weight" and op.kind.name in WHOLE_WEIGHT_GRADIENT:
+    if op.role == "weight" and op.kind.lowering in WHOLE_WEIGHT_GRADIENT:
         return [whole]
     return _grad_parts(op, batch, n) or [whole]
 

@@ -49,7 +49,7 @@ Held = tuple[Box, tuple[Buffer, ...]]
 
 def batch_statistics(op: Operation) -> bool:
     """A batchnorm (or its gradient) normalising with the statistics of the whole batch."""
-    if not isinstance(op, LayerOp | GradOp) or op.kind.name != "batchnorm":
+    if not isinstance(op, LayerOp | GradOp) or not op.kind.has_batch_statistics:
         return False
     return not running_statistics(op)
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from crane.cost.traffic import dram_cycles
+from crane.cost.workload import Workload
 from crane.hardware.machine import Machine
-from crane.schedule.workload import Workload
 
 
 @dataclass(frozen=True, slots=True)

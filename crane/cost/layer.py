@@ -18,11 +18,11 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from crane.cost.placement import Mesh, Region, dram_hops
+from crane.cost.placement import Mesh, TileRun, dram_hops
 from crane.cost.traffic import Traffic, traffic_energy
 from crane.cost.utilisation import Partition, best_partition, preferred_partition
+from crane.cost.workload import GEMM_KINDS, LayerWork
 from crane.hardware.machine import Machine
-from crane.schedule.workload import GEMM_KINDS, LayerWork
 
 WEIGHT_SRAM_SHARE = 0.5
 SCATTER_BYTES = 16 * 1024
@@ -34,8 +34,9 @@ tree of neighbours."""
 WORKING_SET_SHARE = 0.25
 """Share of a tile's SRAM one step's output box and its streamed input may take."""
 STREAM_SHARE = 1 / 16
-"""A tile streams a big input box in steps of this share of its SRAM (codegen's
-``STEP_SHARE``), so only one step of input is resident at a time."""
+"""A tile streams a big input box in steps of this share of its SRAM (codegen's step
+budget, ``crane.codegen.lower``, is this share), so only one step of input is resident at a
+time."""
 HELD_SHARE = 0.25
 """Share of a tile's SRAM for outputs a column keeps on chip for later states (the rest of
 the activation half beside the working set)."""
@@ -86,7 +87,7 @@ def weights_fit(weight_bytes: int, part: Partition, machine: Machine) -> bool:
 
 
 @lru_cache(maxsize=200_000)
-def layer_cost(layer: LayerWork, batch: int, region: Region, machine: Machine,
+def layer_cost(layer: LayerWork, batch: int, region: TileRun, machine: Machine,
                backward: bool = False) -> WorkCost:
     """Cost of ``batch`` samples of ``layer`` (forward, or dX+dW when ``backward``)."""
     dims = layer.dims

@@ -19,7 +19,7 @@ from crane.hardware.machine import Machine
 
 
 @dataclass(frozen=True, slots=True)
-class Region:
+class TileRun:
     """A contiguous range of tiles along the snake order."""
 
     start: int
@@ -49,7 +49,7 @@ class Mesh:
         return self.rows * self.cols
 
 
-def _coords(mesh: Mesh, region: Region) -> np.ndarray:
+def _coords(mesh: Mesh, region: TileRun) -> np.ndarray:
     """(row, col) of each tile of a region, following the snake order."""
     idx = np.arange(region.start, region.stop)
     row = idx // mesh.cols
@@ -59,14 +59,14 @@ def _coords(mesh: Mesh, region: Region) -> np.ndarray:
 
 
 @lru_cache(maxsize=100_000)
-def mean_hops(mesh: Mesh, src: Region, dst: Region) -> float:
+def mean_hops(mesh: Mesh, src: TileRun, dst: TileRun) -> float:
     """Mean Manhattan distance between a tile of ``src`` and a tile of ``dst``."""
     a, b = _coords(mesh, src), _coords(mesh, dst)
     diff = np.abs(a[:, None, :] - b[None, :, :]).sum(axis=2)
     return float(diff.mean())
 
 
-def _grid(mesh: Mesh, region: Region) -> np.ndarray:
+def _grid(mesh: Mesh, region: TileRun) -> np.ndarray:
     """A rows x cols count of the region's tiles (0 or 1 per cell)."""
     grid = np.zeros((mesh.rows, mesh.cols))
     coords = _coords(mesh, region)
@@ -75,7 +75,7 @@ def _grid(mesh: Mesh, region: Region) -> np.ndarray:
 
 
 @lru_cache(maxsize=100_000)
-def link_share(mesh: Mesh, src: Region, dst: Region) -> float:
+def link_share(mesh: Mesh, src: TileRun, dst: TileRun) -> float:
     """The share of a transfer spread evenly from every tile of ``src`` to every tile of
     ``dst`` that crosses the busiest directed mesh link under XY routing (along the
     sender's row first, then along the receiver's column), as the NoC routes it.
@@ -108,7 +108,7 @@ def link_share(mesh: Mesh, src: Region, dst: Region) -> float:
 
 
 @lru_cache(maxsize=100_000)
-def dram_hops(mesh: Mesh, region: Region) -> float:
+def dram_hops(mesh: Mesh, region: TileRun) -> float:
     """Mean distance from a tile of ``region`` to the region's DRAM port: the one port
     nearest the region on average, which serves all of its tiles (as ``map`` assigns
     one port per placed column)."""
@@ -118,11 +118,11 @@ def dram_hops(mesh: Mesh, region: Region) -> float:
     return float(dist.mean(axis=0).min())
 
 
-def split_regions(start: int, counts: tuple[int, ...]) -> tuple[Region, ...]:
+def split_regions(start: int, counts: tuple[int, ...]) -> tuple[TileRun, ...]:
     """Consecutive regions of the given sizes starting at tile ``start``."""
-    regions: list[Region] = []
+    regions: list[TileRun] = []
     cursor = start
     for count in counts:
-        regions.append(Region(cursor, count))
+        regions.append(TileRun(cursor, count))
         cursor += count
     return tuple(regions)

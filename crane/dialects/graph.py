@@ -18,7 +18,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import ClassVar, Self
 
-from crane.dialects.layers.kinds import LAYER_KINDS, LayerKind, Param, ParamError, ParamType, coerce
+from crane.dialects.layers.definition import LayerKind, Param, ParamError, ParamType, coerce
+from crane.dialects.layers.kinds import LAYER_KINDS
 from crane.dialects.layers.rules import ShapeError, fmt
 from crane.dialects.layers.values import AttrValue, Shape
 from crane.ir.attributes import (
@@ -206,8 +207,8 @@ def _layer_op_class(kind: LayerKind) -> type[LayerOp]:
     attributes = tuple(Attr(p.name, _ATTR_CLASS[p.type], doc=p.doc) for p in kind.params)
     spec = OpSpec(f"graph.{kind.name}", operands=(Operand("operands", variadic=True),),
                   results=(Result("result"),), attributes=attributes, summary=kind.summary)
-    # Dropout draws random masks while training: CSE must not merge two of them.
-    traits = () if kind.name == "dropout" else (Pure(),)
+    # A kind drawing random masks (dropout): CSE must not merge two of them.
+    traits = () if kind.is_random else (Pure(),)
     name = "".join(part.title() for part in kind.name.split("_")) + "Op"
     namespace = {"__slots__": (), "spec": spec, "traits": traits, "kind": kind,
                  "__doc__": f"``graph.{kind.name}``: {kind.summary}."}

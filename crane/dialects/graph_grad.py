@@ -35,7 +35,8 @@ from crane.dialects.graph import (
     to_attribute,
     verify_layer_attributes,
 )
-from crane.dialects.layers.kinds import LAYER_KINDS, LayerKind
+from crane.dialects.layers.definition import LayerKind
+from crane.dialects.layers.kinds import LAYER_KINDS
 from crane.dialects.layers.rules import ShapeError, fmt
 from crane.dialects.layers.values import AttrValue, Shape
 from crane.ir.attributes import Attribute, BoolAttr, DenseIntsAttr, FloatAttr, IntAttr, StringAttr
@@ -183,19 +184,15 @@ def _grad_class(kind: LayerKind, role: str) -> type[GradOp]:
                   results=(Result("grads", variadic=True),), attributes=tuple(attributes),
                   summary=f"gradient of {kind.name} wrt its {role}s")
     class_name = "".join(part.title() for part in kind.name.split("_")) + f"Grad{role.title()}Op"
-    namespace = {"__slots__": (), "spec": spec, "traits": () if kind.name == "dropout" else (Pure(),),
+    namespace = {"__slots__": (), "spec": spec, "traits": () if kind.is_random else (Pure(),),
                  "kind": kind, "role": role, "__doc__": f"``{name}``: {spec.summary}."}
     return type(class_name, (GradOp,), namespace)
-
-
-def _has_weights(kind: LayerKind) -> bool:
-    return kind.name in {"conv2d", "linear", "batchnorm", "layernorm", "embedding", "attention"}
 
 
 GRAD_INPUT_OPS: Mapping[str, type[GradOp]] = {n: _grad_class(k, "input") for n, k in LAYER_KINDS.items()}
 """Layer kind -> its input-gradient op class."""
 GRAD_WEIGHT_OPS: Mapping[str, type[GradOp]] = {
-    n: _grad_class(k, "weight") for n, k in LAYER_KINDS.items() if _has_weights(k)}
+    n: _grad_class(k, "weight") for n, k in LAYER_KINDS.items() if k.has_weights}
 """Layer kind -> its weight-gradient op class (kinds with weights only)."""
 
 
@@ -306,6 +303,16 @@ UPDATE_OPS: Mapping[str, type[UpdateOp]] = {
     "adam": _update_class("adam", ("m", "v"), 12, "Adam with bias correction at step 'step'"),
 }
 """Optimizer name -> update op class; ``states`` names the state tensors it threads."""
+
+TRAINING_STEP_ATTR = "training_step"
+"""Function attribute of a training step (``autodiff`` sets it): the optimizer and its
+hyper-parameters."""
+
+
+def is_training_step(func: Operation) -> bool:
+    """Whether ``func`` is a training step (``autodiff`` has expanded it)."""
+    return TRAINING_STEP_ATTR in func.attributes
+
 
 TRAINING_OPS: tuple[type[Operation], ...] = (
     *GRAD_INPUT_OPS.values(), *GRAD_WEIGHT_OPS.values(), FillOp, AccumulateOp, OptimizerStateOp,

@@ -3,7 +3,7 @@
 A ``segment.schedule`` names the ``graph.func`` it schedules and holds one
 ``segment.block`` per block of the hierarchy, run one after another. A block covers a
 contiguous run of the workload's layers (``crane.schedule.from_graph``) and carries Crane's
-tables (``crane.schedule.tables``) flattened row-major, states by columns::
+tables (``crane.dialects.segment_tables``) flattened row-major, states by columns::
 
     segment.schedule ({
       segment.block {layers = ["conv1", "conv2"], subbatch = 1, subbatches = 3,
@@ -17,7 +17,7 @@ tables (``crane.schedule.tables``) flattened row-major, states by columns::
 ``deps`` lists (producer, consumer) column pairs; ``tiles[i][j]`` is how many tiles column
 j gets in state i (the split that runs most of the state's sub-batches; 0 when inactive);
 ``fused[j]`` is 1 when column j's output stays in SRAM. The verifier re-checks every table
-constraint with ``crane.schedule.checks.check_tables`` and names the first violated one
+constraint with ``crane.dialects.segment_checks.check_tables`` and names the first violated one
 with its block, state and column (0-based).
 
 Training schedules add backward blocks, marked by the optional ``phase`` attribute
@@ -47,6 +47,10 @@ tensor crossing between its blocks need only hold one slice. ``latency_cycles`` 
 ``energy_pj`` of a grouped block cover all its runs.
 
 A layer name appears in at most one block per phase.
+
+Blocks the ``segment`` pass makes also record how it costed them (``mix``, ``boundary``,
+``state_cycles``, ``regions``, ``partitions``; ``crane.dialects.segment_facts``), so that
+``map``, code generation and the pictures read the plan instead of searching for it again.
 """
 
 from __future__ import annotations
@@ -54,6 +58,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from crane.dialects.hw import machine_of
+from crane.dialects.segment_checks import Violation, check_tables
+from crane.dialects.segment_facts import PlanFacts
+from crane.dialects.segment_tables import MeT, ScT, Tables, grid, is_active
 from crane.ir.attributes import (
     ArrayAttr,
     Attribute,
@@ -69,8 +76,6 @@ from crane.ir.location import UNKNOWN, Location
 from crane.ir.opspec import Attr, OpSpec
 from crane.ir.traits import HasParent, NoTerminator, SingleBlock
 from crane.limits import BATCH
-from crane.schedule.checks import Violation, check_tables
-from crane.schedule.tables import MeT, ScT, Tables, grid, is_active
 
 TILES_INACTIVE = "Tiles.inactive_column"
 TILES_MISSING = "Tiles.active_column"
@@ -128,6 +133,16 @@ class BlockOp(Operation):
             Attr("group", IntAttr, optional=True,
                  doc="forward blocks only: consecutive blocks with one group number form "
                      "a group, run once per slice of their samples"),
+            Attr("mix", ArrayAttr, optional=True,
+                 doc="per state: sub-batches on each tile split considered (set by segment)"),
+            Attr("boundary", DenseIntsAttr, optional=True,
+                 doc="1 where the input comes from / the output stays in SRAM (set by segment)"),
+            Attr("state_cycles", ArrayAttr, optional=True,
+                 doc="the cost model's latency of each state (set by segment)"),
+            Attr("regions", DenseIntsAttr, optional=True,
+                 doc="(first, count) snake runs of tiles per (state, column) (set by segment)"),
+            Attr("partitions", DenseIntsAttr, optional=True,
+                 doc="(batch, K, H, W) split factors per (state, column) (set by segment)"),
         ),
         summary="a block of layers scheduled with one ScT/MeT pair",
     )
@@ -138,9 +153,9 @@ class BlockOp(Operation):
               tables: Tables, tiles: Sequence[Sequence[int]], fused: Sequence[bool],
               latency_cycles: float, energy_pj: float,
               location: Location = UNKNOWN, phase: str = "forward",
-              group: int | None = None) -> BlockOp:
+              group: int | None = None, facts: PlanFacts | None = None) -> BlockOp:
         """A block op holding ``tables`` (row-major) and the per-state tile split;
-        ``group`` puts it in that group."""
+        ``group`` puts it in that group; ``facts`` records how the plan was costed."""
         def flat(rows: Sequence[Sequence[int]]) -> DenseIntsAttr:
             return DenseIntsAttr(tuple(int(v) for row in rows for v in row))
 
@@ -160,6 +175,8 @@ class BlockOp(Operation):
             attrs["phase"] = StringAttr(phase)
         if group is not None:
             attrs["group"] = IntAttr(group)
+        if facts is not None:
+            attrs.update(facts.attributes())
         op = cls.create(None, (), (), attrs, (), location)
         assert isinstance(op, BlockOp)
         return op
@@ -175,6 +192,11 @@ class BlockOp(Operation):
         """The block's group number, None when it runs on the whole batch."""
         attr = self.attributes.get("group")
         return attr.value if isinstance(attr, IntAttr) else None
+
+    @property
+    def subbatch(self) -> int:
+        """Samples per sub-batch."""
+        return _int(self, "subbatch")
 
     @property
     def samples(self) -> int:
@@ -208,7 +230,7 @@ class BlockOp(Operation):
         return _float(self, "energy_pj")
 
     def tables(self) -> Tables:
-        """The block's tables as ``crane.schedule.tables`` objects (after ``verify_layout``)."""
+        """The block's tables as ``crane.dialects.segment_tables`` objects (after ``verify_layout``)."""
         n = len(self.layer_names)
         flat = _ints(self, "deps")
         deps = tuple((flat[k], flat[k + 1]) for k in range(0, len(flat) - 1, 2))
@@ -218,6 +240,11 @@ class BlockOp(Operation):
 
     def tile_split(self) -> tuple[tuple[int, ...], ...]:
         return _rows(_ints(self, "tiles"), len(self.layer_names))
+
+    def plan_facts(self) -> PlanFacts | None:
+        """How the ``segment`` pass costed the block (``crane.dialects.segment_facts``), or
+        None for a block that records nothing (after ``verify_layout``)."""
+        return PlanFacts.of(self, _ints(self, "shape")[0], len(self.layer_names))
 
     def verify_layout(self) -> None:
         """Sizes of the flattened tables, the dependency pairs and the batch split."""
@@ -326,6 +353,7 @@ class BlockOp(Operation):
     def verify_op(self) -> None:
         self.verify_layout()
         self.verify_mapping()
+        self.plan_facts()
         found = [*check_tables(self.tables(), self.label), *self.tile_violations()]
         if not found:
             return

@@ -40,10 +40,10 @@ from typing import Any
 from crane import limits
 from crane.dialects.layers.values import did_you_mean
 from crane.dse.sweep_file import SweepText
-from crane.files import read_text
 from crane.frontend import units
 from crane.frontend.crn.machines import FIELDS, FieldSpec
 from crane.hardware.machine import builtin_machines
+from crane.limits.files import read_text
 from crane.schedule.policies import POLICIES
 from crane.schedule.training import RECOMPUTE
 

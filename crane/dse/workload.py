@@ -15,7 +15,6 @@ from pathlib import Path
 
 from crane.dialects.builtin import ModuleOp, as_module
 from crane.dialects.hw import MACHINE_ATTR, MachineOp, machine_of
-from crane.files import read_bytes, read_text
 from crane.hardware.machine import Machine
 from crane.ir.attributes import IntAttr, StringAttr, SymbolRefAttr
 from crane.ir.builder import Builder, InsertPoint
@@ -25,6 +24,7 @@ from crane.ir.diagnostics import DiagnosticError
 from crane.ir.lexer import SourceText
 from crane.ir.location import UNKNOWN
 from crane.ir.parser import ParseError, parse_ops
+from crane.limits.files import read_bytes, read_text
 
 IR_SUFFIXES = (".mlir", ".cir")
 

@@ -14,7 +14,17 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from crane.exec import kernels as K
-from crane.exec.forward import Call, attention_call, conv_args, dropout_keep, pool_args
+from crane.exec.forward import (
+    COUNT,
+    ROW_OFFSET,
+    Call,
+    attention_call,
+    conv_args,
+    dropout_keep,
+    pool_args,
+    softmax_probs,
+)
+from crane.exec.kernels.activation import ACTIVATIONS
 
 Array = np.ndarray
 Grads = list[Array | None]
@@ -33,8 +43,11 @@ def _conv_weight(c: Call, g: Array) -> Grads:
 
 
 def _linear_weight(c: Call, g: Array) -> Grads:
-    _, gw, gb = K.linear_backward(g, c.inputs[0], c.weights[0], has_bias=len(c.weights) > 1)
-    return [gw] if gb is None else [gw, gb]
+    # Reads the input and the output gradient only (the weight is given for its shape).
+    x = c.inputs[0]
+    rows_x, rows_g = x.reshape(-1, x.shape[-1]), g.reshape(-1, g.shape[-1])
+    gw = rows_x.T @ rows_g
+    return [gw] if len(c.weights) < 2 else [gw, rows_g.sum(axis=0)]
 
 
 def _matmul(c: Call, g: Array) -> Grads:
@@ -98,7 +111,10 @@ def _concat(c: Call, g: Array) -> Grads:
 
 def _cross_entropy(c: Call, g: Array) -> Grads:
     labels = np.asarray(c.inputs[1]).astype(np.int64)
-    return [K.softmax_cross_entropy(c.inputs[0], labels, grad_loss=g)[1], None]
+    grad = K.softmax_cross_entropy(c.inputs[0], labels, grad_loss=g)[1]
+    if COUNT in c.attrs:  # a part of the rows: the mean is over every label position
+        grad = grad * (max(labels.size, 1) / c.integer(COUNT))
+    return [grad, None]
 
 
 def _unary(backward: Callable[[Array, Array], Array]) -> Rule:
@@ -106,8 +122,10 @@ def _unary(backward: Callable[[Array, Array], Array]) -> Rule:
 
 
 def _embedding(c: Call, g: Array) -> Grads:
-    table = c.weights[0]
-    return [K.embedding_backward(g, np.asarray(c.inputs[0]).astype(np.int64), table.shape[0])]
+    table, ids = c.weights[0], np.asarray(c.inputs[0]).astype(np.int64)
+    if ROW_OFFSET in c.attrs:
+        return [K.embedding_rows_backward(g, ids, c.integer(ROW_OFFSET), table.shape[0])]
+    return [K.embedding_backward(g, ids, table.shape[0])]
 
 
 GRAD_INPUT: Mapping[str, Rule] = {
@@ -119,12 +137,9 @@ GRAD_INPUT: Mapping[str, Rule] = {
     "matmul": _matmul,
     "batchnorm": lambda c, g: [_norm(c, g)[0]],
     "layernorm": lambda c, g: [_norm(c, g)[0]],
-    "relu": _unary(K.relu_backward),
-    "gelu": _unary(K.gelu_backward),
-    "silu": _unary(K.silu_backward),
-    "sigmoid": _unary(K.sigmoid_backward),
-    "tanh": _unary(K.tanh_backward),
-    "softmax": lambda c, g: [K.softmax_backward(g, K.softmax_forward(c.inputs[0], axis=c.integer("axis")), axis=c.integer("axis"))],
+    **{name: _unary(kernels.backward) for name, kernels in ACTIVATIONS.items()},
+    "softmax": lambda c, g: [K.softmax_backward(g, softmax_probs(c, c.inputs[0]), axis=c.integer("axis"))
+                             * c.number("scale", 1.0)],
     "add": lambda c, g: list(K.add_backward(g, c.inputs[0].shape, c.inputs[1].shape)),
     "mul": lambda c, g: list(K.mul_backward(g, *c.inputs)),
     "concat": _concat,

@@ -99,9 +99,77 @@ def _key(attrs: Mapping[str, AttrValue]) -> str:
     return key if isinstance(key, str) else ""
 
 
+SHAPE_ONLY = "shape_only"
+"""Attribute of a compute run on a part of an op: ``[index, rank, dims..., ...]`` lists the
+operands its rule reads only the shape of, which the tile does not load (the operand list
+leaves them out; a zero-stride placeholder of that shape stands in)."""
+CROP = "crop"
+"""Attribute of a gradient run over a wider window than its part: the offset, per axis, of
+the part's box (the output buffer's shape) inside the first result; the result is cut to
+it, zero where the window does not reach."""
+
+
+def shape_only_operands(spec: Sequence[int]) -> list[tuple[int, tuple[int, ...]]]:
+    """(operand index, shape) of each operand ``spec`` (``SHAPE_ONLY``) gives by shape."""
+    found = []
+    k = 0
+    while k + 1 < len(spec):
+        index, rank = int(spec[k]), int(spec[k + 1])
+        found.append((index, tuple(int(d) for d in spec[k + 2: k + 2 + rank])))
+        k += 2 + rank
+    return found
+
+
+def with_shapes(shapes: Sequence[tuple[int, ...]], spec: Sequence[int]) -> list[tuple[int, ...]]:
+    """Operand ``shapes`` with those given by shape only (``spec``) put back in place."""
+    full = list(shapes)
+    for index, shape in shape_only_operands(spec):
+        full.insert(index, shape)
+    return full
+
+
+def with_placeholders(operands: Sequence[Array], spec: Sequence[int], dtype: Any) -> list[Array]:
+    """``operands`` with zero-stride placeholders inserted where ``spec`` (``SHAPE_ONLY``)
+    says an operand is given by its shape only."""
+    full = list(operands)
+    for index, shape in shape_only_operands(spec):
+        full.insert(index, np.broadcast_to(np.zeros((), dtype), shape))
+    return full
+
+
+def cropped(result: Array, offset: Sequence[int], shape: tuple[int, ...]) -> Array:
+    """The box of ``shape`` at ``offset`` of ``result`` (``CROP``), zero outside it."""
+    out = np.zeros(shape, result.dtype)
+    src, dst = [], []
+    for o, n, have in zip(offset, shape, result.shape, strict=True):
+        low, high = max(o, 0), min(o + n, have)
+        if high <= low:
+            return out
+        src.append(slice(low, high))
+        dst.append(slice(low - o, high - o))
+    out[tuple(dst)] = result[tuple(src)]
+    return out
+
+
 def evaluate(op: str, attrs: Mapping[str, AttrValue], operands: Sequence[Array],
              out_shapes: Sequence[tuple[int, ...]] = (), *, dtype: Any, seed: int = 0,
              training: bool = False) -> list[Array]:
+    """The results of the graph op called ``op`` (without ``graph.``) on ``operands``, for a
+    part of an op as well: operands given by shape only (``SHAPE_ONLY``) and a result cut
+    to the part (``CROP``) are filled in here; see :func:`evaluate_whole`."""
+    spec = attrs.get(SHAPE_ONLY)
+    if isinstance(spec, tuple):
+        operands = with_placeholders(operands, spec, dtype)
+    results = evaluate_whole(op, attrs, operands, out_shapes, dtype=dtype, seed=seed, training=training)
+    crop = attrs.get(CROP)
+    if isinstance(crop, tuple) and results and out_shapes:
+        results[0] = cropped(results[0], [int(v) for v in crop], tuple(out_shapes[0]))
+    return results
+
+
+def evaluate_whole(op: str, attrs: Mapping[str, AttrValue], operands: Sequence[Array],
+                   out_shapes: Sequence[tuple[int, ...]] = (), *, dtype: Any, seed: int = 0,
+                   training: bool = False) -> list[Array]:
     """The results of the graph op called ``op`` (without ``graph.``) on ``operands``.
 
     Operands are in the graph op's order: layer inputs then weights; for gradients the

@@ -15,6 +15,7 @@ import numpy as np
 
 from crane.dialects.layers.values import AttrValue
 from crane.exec import kernels as K
+from crane.exec.kernels.activation import ACTIVATIONS
 
 Array = np.ndarray
 
@@ -78,10 +79,21 @@ def pool_args(c: Call, x_shape: tuple[int, ...], out_shape: tuple[int, ...]) -> 
     return {"kernel": kernel, "stride": stride, "padding": (top, bottom, left, right)}
 
 
+MASK_SHAPE, MASK_OFFSET = "mask_shape", "mask_offset"
+"""Attributes of a dropout (or its gradient) run on a box of its tensor: the whole tensor's
+shape and where the box starts, so the box gets its window of the whole tensor's mask."""
+
+
 def dropout_keep(c: Call, shape: tuple[int, ...]) -> np.ndarray:
-    """The keep-mask of a dropout op, a function of the seed and the op's key only."""
+    """The keep-mask of a dropout op, a function of the seed and the op's key only: for a
+    box of the tensor (``mask_shape``/``mask_offset``), that box of the whole mask."""
     rng = np.random.default_rng([c.seed, zlib.crc32(c.key.encode())])
-    return K.dropout_mask(shape, c.number("rate"), rng)
+    whole = c.ints(MASK_SHAPE) if MASK_SHAPE in c.attrs else shape
+    mask = K.dropout_mask(whole, c.number("rate"), rng)
+    if whole == shape:
+        return mask
+    offset = c.ints(MASK_OFFSET)
+    return mask[tuple(slice(o, o + n) for o, n in zip(offset, shape, strict=True))]
 
 
 def attention_call(c: Call) -> tuple[Array, K.AttentionContext]:
@@ -91,6 +103,39 @@ def attention_call(c: Call) -> tuple[Array, K.AttentionContext]:
     w = list(c.weights)
     biases = w[4:8] if c.flag("bias") else [None] * 4
     return K.attention_forward(x, memory, *w[:4], *biases, num_heads=c.integer("heads"), causal=c.flag("causal"))
+
+
+ROW_OFFSET = "row_offset"
+"""Attribute of an embedding (or its gradient) run on a slice of its table's rows: the
+first row of the slice (``kernels.embedding_rows_forward``)."""
+COUNT = "count"
+"""Attribute of a loss gradient run on some rows: how many label positions the whole loss
+averages over (its gradient scales by ``1 / count``, not by the part's rows)."""
+
+
+def _embedding(c: Call) -> Array:
+    ids = np.asarray(c.inputs[0]).astype(np.int64)
+    if ROW_OFFSET not in c.attrs:
+        return K.embedding_forward(c.weights[0], ids)
+    return K.embedding_rows_forward(c.weights[0], ids, c.integer(ROW_OFFSET))
+
+
+QUERY_OFFSET = "query_offset"
+"""Attribute of a causal softmax (or its gradient) run on some rows: the first row's
+query index (its mask needs the rows' place in the whole)."""
+
+
+def softmax_probs(c: Call, x: Array) -> Array:
+    """Softmax of ``scale * x`` along ``axis``, causally masked when asked (query ``i``
+    keeps keys ``j <= i``; ``query_offset`` places a box's rows)."""
+    scale = c.number("scale", 1.0)
+    scores = x * scale if scale != 1.0 else x
+    if c.flag("causal"):
+        first = c.integer(QUERY_OFFSET) if QUERY_OFFSET in c.attrs else 0
+        rows, keys = x.shape[-2], x.shape[-1]
+        keep = np.arange(keys)[None, :] <= np.arange(first, first + rows)[:, None]
+        scores = np.where(keep, scores, -np.inf)
+    return K.softmax_forward(scores, axis=c.integer("axis"))
 
 
 def _dropout(c: Call) -> Array:
@@ -122,6 +167,10 @@ def _batchnorm(c: Call) -> Array:
     return K.batchnorm_forward_train(c.inputs[0], *c.weights, eps=eps)[0]
 
 
+def _activation(forward: Callable[[Array], Array]) -> Rule:
+    return lambda c: forward(c.inputs[0])
+
+
 def _labels(c: Call) -> np.ndarray:
     return np.asarray(c.inputs[1]).astype(np.int64)
 
@@ -135,12 +184,8 @@ FORWARD: Mapping[str, Rule] = {
     "matmul": _matmul,
     "batchnorm": lambda c: _batchnorm(c),
     "layernorm": lambda c: K.layernorm_forward(c.inputs[0], *c.weights, eps=c.number("eps", 1e-5))[0],
-    "relu": lambda c: K.relu_forward(c.inputs[0]),
-    "gelu": lambda c: K.gelu_forward(c.inputs[0]),
-    "silu": lambda c: K.silu_forward(c.inputs[0]),
-    "sigmoid": lambda c: K.sigmoid_forward(c.inputs[0]),
-    "tanh": lambda c: K.tanh_forward(c.inputs[0]),
-    "softmax": lambda c: K.softmax_forward(c.inputs[0], axis=c.integer("axis")),
+    **{name: _activation(kernels.forward) for name, kernels in ACTIVATIONS.items()},
+    "softmax": lambda c: softmax_probs(c, c.inputs[0]),
     "add": lambda c: K.add_forward(*c.inputs),
     "mul": lambda c: K.mul_forward(*c.inputs),
     "concat": lambda c: K.concat_forward(list(c.inputs), c.integer("axis")),
@@ -148,10 +193,10 @@ FORWARD: Mapping[str, Rule] = {
     "flatten": lambda c: K.reshape_forward(c.inputs[0], c.out_shape),
     "transpose": lambda c: K.transpose_forward(c.inputs[0], c.ints("perm")),
     "slice": _slice,
-    "embedding": lambda c: K.embedding_forward(c.weights[0], np.asarray(c.inputs[0]).astype(np.int64)),
+    "embedding": lambda c: _embedding(c),
     "attention": lambda c: attention_call(c)[0],
     "dropout": _dropout,
     "cross_entropy": lambda c: K.softmax_cross_entropy(c.inputs[0], _labels(c))[0],
     "mse": lambda c: K.mse_loss_forward(*c.inputs),
 }
-"""Layer kind -> forward rule."""
+"""Layer kind -> forward rule (the activations' from their registered kernels)."""

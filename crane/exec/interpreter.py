@@ -24,9 +24,15 @@ from typing import Any
 
 import numpy as np
 
-from crane.autodiff import is_training_step
 from crane.dialects.graph import FuncOp, LayerOp, ReturnOp, WeightOp
-from crane.dialects.graph_grad import AccumulateOp, FillOp, GradOp, OptimizerStateOp, UpdateOp
+from crane.dialects.graph_grad import (
+    AccumulateOp,
+    FillOp,
+    GradOp,
+    OptimizerStateOp,
+    UpdateOp,
+    is_training_step,
+)
 from crane.exec import evaluate as E
 from crane.ir.attributes import StringAttr
 from crane.ir.core import BlockArgument, Operation, Value
@@ -170,13 +176,18 @@ def _output_names(values: tuple[Value, ...]) -> list[str]:
 
 def run_function(func: Operation, inputs: Mapping[str, Array] | None = None, *,
                  weights: Mapping[str, Array] | None = None, dtype: str | Any = "f64",
-                 seed: int = 0, training: bool | None = None) -> dict[str, Array]:
+                 seed: int = 0, training: bool | None = None,
+                 pinned: Mapping[str, Array] | None = None,
+                 trace: dict[str, Array] | None = None) -> dict[str, Array]:
     """Run ``func`` (a ``graph.func``) and return its outputs by name.
 
     ``inputs`` maps argument names to arrays (missing ones are drawn from ``seed``);
     ``weights`` maps weight (and optimizer-state) names to arrays; ``dtype`` is ``"f32"``,
     ``"f64"`` or a numpy float type; ``training`` defaults to whether ``func`` is a
-    training step. Raises :class:`InterpreterError` with the failing op.
+    training step. ``pinned`` maps names of forward layer results to the values to use
+    instead of computing them (a backward pass given another computation's forward
+    activations); ``trace``, when given, receives every named value computed (the first
+    of each name). Raises :class:`InterpreterError` with the failing op.
     """
     if not isinstance(func, FuncOp):
         raise InterpreterError(f"expected a graph.func, got '{func.name}'", func)
@@ -196,8 +207,23 @@ def run_function(func: Operation, inputs: Mapping[str, Array] | None = None, *,
     for op in func.body.ops:
         if isinstance(op, ReturnOp):
             return dict(zip(_output_names(op.operands), (machine.get(v) for v in op.operands), strict=True))
-        machine.env.update(zip(op.results, _run_located(machine, op), strict=True))
+        results = _pin(op, pinned) if pinned else None
+        machine.env.update(zip(op.results, results or _run_located(machine, op), strict=True))
+        if trace is not None:
+            for value in op.results:
+                if value.name_hint and value.name_hint not in trace:
+                    trace[value.name_hint] = machine.get(value)
     raise InterpreterError("the function has no graph.return", func)
+
+
+def _pin(op: Operation, pinned: Mapping[str, Array]) -> list[Array] | None:
+    """A forward layer op's pinned results (all of them, of the right shapes), else None."""
+    if not isinstance(op, LayerOp):
+        return None
+    found = [pinned.get(v.name_hint or "") for v in op.results]
+    if any(a is None or a.shape != _tensor(v).shape for a, v in zip(found, op.results, strict=True)):
+        return None
+    return [a for a in found if a is not None]
 
 
 def _bind(machine: _Machine, arg: BlockArgument, given: dict[str, Array]) -> None:

@@ -60,19 +60,18 @@ from pygments.token import (
     _TokenType,
 )
 
+from crane.dialects.layers.kinds import LAYER_KINDS as _KIND_TABLE
+from crane.dialects.layers.values import DTYPE_BYTES
+from crane.dialects.optimizers import OPTIMIZERS as _OPTIMIZER_TABLE
+
 __all__ = ["CrnLexer", "LAYER_KINDS", "OPTIMIZERS", "DTYPES"]
 
-LAYER_KINDS = frozenset({
-    "add", "attention", "avg_pool2d", "batchnorm", "concat", "conv2d", "cross_entropy",
-    "dropout", "embedding", "flatten", "gelu", "global_avg_pool", "layernorm", "linear",
-    "matmul", "max_pool2d", "mse", "mul", "relu", "reshape", "sigmoid", "silu", "slice",
-    "softmax", "tanh", "transpose",
-})
-"""Layer kinds (``crane.dialects.layers.kinds.LAYER_KINDS``; a unit test keeps them equal).
-Spelled out so that highlighting imports nothing of the compiler."""
-OPTIMIZERS = frozenset({"sgd", "momentum", "adam"})
-"""Optimizers of a ``train`` section (``crane.frontend.optimizers.OPTIMIZERS``)."""
-DTYPES = frozenset({"f32", "bf16", "f16", "int8", "int32", "int64"})
+LAYER_KINDS = frozenset(_KIND_TABLE)
+"""Layer kinds (``crane.dialects.layers.kinds.LAYER_KINDS``: a new kind is coloured as soon
+as it is defined)."""
+OPTIMIZERS = frozenset(_OPTIMIZER_TABLE)
+"""Optimizers of a ``train`` section (``crane.dialects.optimizers.OPTIMIZERS``)."""
+DTYPES = frozenset(DTYPE_BYTES)
 """Element types of inputs (``crane.dialects.layers.values.DTYPE_BYTES``)."""
 
 

@@ -17,41 +17,19 @@ from collections.abc import Sequence
 from crane.cost.layer import weights_fit
 from crane.cost.placement import Mesh
 from crane.cost.utilisation import best_partition
+from crane.cost.workload import Workload
+from crane.dialects.segment import BlockOp
+from crane.dialects.segment_tables import ScT, grid
 from crane.hardware.machine import Machine
+from crane.ir.attributes import DenseIntsAttr, IntAttr
 from crane.mapping.problem import BlockProblem, Flow, Grid
-from crane.schedule.block import Block, gradient_block
+from crane.schedule.block import Block
 from crane.schedule.evaluate import direct_take
-from crane.schedule.tables import ScT, grid
-from crane.schedule.workload import Workload
+from crane.schedule.record import block_of
 
 
 def _ceil_div(a: int, b: int) -> int:
     return -(-a // max(1, b))
-
-
-GRAD_SUFFIX = ".grad"
-
-
-def block_of(workload: Workload | None, layers: Sequence[str]) -> Block | None:
-    """The scheduler's block of these layers (contiguous in the workload), or None.
-
-    Columns all named ``<layer>.grad`` (a training schedule's back-propagation blocks) are
-    the gradient block of those forward layers, in reverse order
-    (``crane.schedule.block.gradient_block``).
-    """
-    if workload is None or not layers:
-        return None
-    if all(n.endswith(GRAD_SUFFIX) for n in layers):
-        forward = block_of(workload, [n[: -len(GRAD_SUFFIX)] for n in reversed(layers)])
-        return gradient_block(forward) if forward is not None else None
-    try:
-        start = workload.position(layers[0])
-    except KeyError:
-        return None
-    if start + len(layers) > len(workload):
-        return None
-    block = Block.of(workload, start, start + len(layers))
-    return block if tuple(lay.name for lay in block.layers) == tuple(layers) else None
 
 
 def _sram_need(block: Block | None, tiles: Grid, subbatch: int, machine: Machine) -> Grid:
@@ -135,3 +113,15 @@ def block_problem(label: str, layers: Sequence[str], tables: tuple[ScT, Grid],
         dram_bytes=_dram(block, sct, tiles, fused, subbatch),
         sizes_known=block is not None,
     )
+
+
+def problem_of(op: BlockOp, machine: Machine, workload: Workload | None) -> BlockProblem:
+    """The placement problem of a (verified) ``segment.block``: what ``map`` solves and the
+    mesh picture draws."""
+    tables = op.tables()
+    fused = op.attributes.get("fused")
+    subbatch = op.attributes.get("subbatch")
+    return block_problem(
+        op.label, op.layer_names, (tables.sct, tables.met.sram), tables.deps, op.tile_split(),
+        tuple(fused) if isinstance(fused, DenseIntsAttr) else (),
+        max(1, subbatch.value) if isinstance(subbatch, IntAttr) else 1, machine, workload)

@@ -14,8 +14,8 @@ from crane.ir.attributes import DictAttr, FloatAttr, IntAttr
 from crane.ir.core import Operation
 from crane.ir.location import UnknownLoc
 from crane.ir.types import BufferType
+from crane.limits.ranges import PowerOfTwo
 from crane.passes.context import PassContext
-from crane.passes.option_ranges import PowerOfTwo
 from crane.passes.pass_base import Pass
 
 ALLOC_ATTR = "crane.alloc"

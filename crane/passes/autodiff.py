@@ -14,10 +14,10 @@ from crane.autodiff import (
     resolve_training,
 )
 from crane.dialects.graph import FuncOp
-from crane.frontend.optimizers import HYPER_RANGES
+from crane.dialects.optimizers import HYPER_RANGES
 from crane.ir.core import Operation
+from crane.limits.ranges import Between
 from crane.passes.context import PassContext
-from crane.passes.option_ranges import Between
 from crane.passes.pass_base import Pass
 
 
@@ -68,7 +68,6 @@ class Autodiff(Pass):
 
     def run(self, op: Operation, ctx: PassContext) -> None:
         if not isinstance(op, FuncOp) or is_training_step(op):
-            ctx.mark_all_preserved()
             return
         overrides = {"lr": self.lr, "momentum": self.momentum, "weight_decay": self.weight_decay,
                      "beta1": self.beta1, "beta2": self.beta2, "eps": self.eps, "nesterov": self.nesterov}
@@ -79,7 +78,6 @@ class Autodiff(Pass):
             ctx.emit_error(op, str(problem))
             return
         if config is None:
-            ctx.mark_all_preserved()
             return
         try:
             if self.attach_loss:

@@ -1,21 +1,15 @@
-"""What a running pass sees besides its op: diagnostics, statistics and analyses.
+"""What a running pass sees besides its op: diagnostics and statistics.
 
 Diagnostics are collected, not raised: a pass may report several errors in one run, and
 the pass manager stops the pipeline after a pass that reported an error or called
-:meth:`PassContext.fail`. Analyses are computed once per (analysis, op) and dropped
-after each pass unless the pass marks them preserved.
+:meth:`PassContext.fail`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
-
 from crane.ir.context import Context
 from crane.ir.core import Operation
 from crane.ir.diagnostics import Diagnostic, DiagnosticEngine, Severity
-
-A = TypeVar("A")
 
 
 class PassContext:
@@ -28,8 +22,6 @@ class PassContext:
         """Pass name -> counter name -> value, summed over all runs of that pass."""
         self._current_pass = ""
         self._failed = False
-        self._analyses: dict[tuple[type, int], object] = {}
-        self._preserved: set[type] | None = set()
 
     # ----- diagnostics
 
@@ -57,36 +49,12 @@ class PassContext:
         counters = self.statistics.setdefault(self._current_pass, {})
         counters[name] = counters.get(name, 0) + increment
 
-    # ----- analyses
-
-    def get_analysis(self, analysis: Callable[[Operation], A], op: Operation) -> A:
-        """The analysis of ``op``, computed on first request (``analysis`` is a class)."""
-        key = (analysis if isinstance(analysis, type) else type(analysis), id(op))
-        cached = self._analyses.get(key)
-        if cached is None:
-            cached = analysis(op)
-            self._analyses[key] = cached
-        return cached  # type: ignore[return-value]
-
-    def mark_preserved(self, *analyses: type) -> None:
-        """Keep these analyses valid after the current pass."""
-        if self._preserved is not None:
-            self._preserved.update(analyses)
-
-    def mark_all_preserved(self) -> None:
-        """The current pass changed nothing any analysis depends on."""
-        self._preserved = None
-
     # ----- used by the pass manager
 
     def begin_pass(self, name: str) -> None:
         self._current_pass = name
         self._failed = False
-        self._preserved = set()
 
     def end_pass(self) -> bool:
-        """Invalidate analyses not preserved; True if the pass failed."""
-        if self._preserved is not None:
-            keep = self._preserved
-            self._analyses = {k: v for k, v in self._analyses.items() if k[0] in keep}
+        """True if the pass failed."""
         return self._failed

@@ -6,34 +6,23 @@ import time
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
+from crane.cost.workload import Workload
 from crane.dialects.hw import machine_of
 from crane.dialects.segment import BlockOp, ScheduleOp
 from crane.hardware.machine import Machine
 from crane.ir.attributes import ArrayAttr, DenseIntsAttr, StringAttr
 from crane.ir.core import Operation
 from crane.ir.location import UnknownLoc
-from crane.mapping.from_schedule import block_problem
+from crane.limits.ranges import Between
+from crane.mapping.from_schedule import problem_of
 from crane.mapping.heuristic import place
 from crane.mapping.hops import hop_bytes
 from crane.mapping.legality import check
 from crane.mapping.problem import BlockProblem, Mapping
 from crane.mapping.search import search
 from crane.passes.context import PassContext
-from crane.passes.option_ranges import Between
 from crane.passes.pass_base import Pass
 from crane.schedule.from_graph import workload_of
-from crane.schedule.workload import Workload
-
-
-def problem_of(block: BlockOp, machine: Machine, workload: Workload | None) -> BlockProblem:
-    """The placement problem of a (verified) ``segment.block``."""
-    tables = block.tables()
-    fused = block.attributes.get("fused")
-    subbatch = block.attributes.get("subbatch")
-    return block_problem(
-        block.label, block.layer_names, (tables.sct, tables.met.sram), tables.deps,
-        block.tile_split(), tuple(fused) if isinstance(fused, DenseIntsAttr) else (),
-        getattr(subbatch, "value", 1), machine, workload)
 
 
 def mapping_attributes(mapping: Mapping) -> dict[str, ArrayAttr | DenseIntsAttr]:
@@ -96,7 +85,6 @@ class Map(Pass):
         body = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
         schedules = [s for s in (body.ops if body is not None else ()) if isinstance(s, ScheduleOp)]
         if not schedules:
-            ctx.mark_all_preserved()
             return
         machine = machine_of(op) or Machine.edge()
         workloads = _workloads(op, machine)

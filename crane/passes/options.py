@@ -15,7 +15,7 @@ Errors are ``PipelineSyntaxError`` located at the offending key or value, so the
 renders them against the pipeline text exactly like syntax errors.
 
 A field's range is declared in its type with ``Annotated`` (the rules of
-:mod:`crane.passes.option_ranges`), so that one rule checks every
+:mod:`crane.limits.ranges`), so that one rule checks every
 pass when the pipeline is parsed (and :func:`check_option_values` when a pass is built
 in Python)::
 
@@ -41,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from crane.passes.option_ranges import Between, Checked, PowerOfTwo
+from crane.limits.ranges import Between, Checked, PowerOfTwo
 from crane.passes.pipeline_text import PassEntry, PassOption, PipelineSyntaxError, Span
 
 _INT = re.compile(r"[+-]?[0-9]+")

@@ -22,10 +22,11 @@ IN_TREE_PASSES: dict[str, str] = {
     "autodiff": "crane.passes.autodiff:Autodiff",
     "segment": "crane.passes.segment:Segment",
     "map": "crane.passes.map:Map",
-    "tile": "crane.passes.tile:Tile",
+    "spatial-tile": "crane.passes.spatial_tile:SpatialTile",
     "alloc": "crane.passes.alloc:Alloc",
     "codegen": "crane.passes.codegen:Codegen",
     "print-training-stats": "crane.passes.training_stats:PrintTrainingStats",
+    "expand-attention": "crane.passes.expand:ExpandAttention",
 }
 
 
@@ -52,9 +53,11 @@ class PassRegistry:
             registry.register_lazy(name, target)
         registry.register_pipeline("cleanup", "canonicalize,cse,dce",
                                    "canonicalize, then remove common and dead code")
-        registry.register_pipeline("lower-to-tile", "autodiff,segment,map,codegen,alloc",
+        registry.register_pipeline("lower-to-tile",
+                                   "expand-attention,autodiff,segment,map,codegen,alloc",
                                    "schedule, place, generate and allocate per-tile programs "
-                                   "(a training step first when the network trains)")
+                                   "(attention expanded, a training step first when the "
+                                   "network trains)")
         return registry
 
     def _check_new(self, name: str) -> None:

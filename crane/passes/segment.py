@@ -10,25 +10,26 @@ from typing import Annotated, Literal
 
 from crane.cost.bounds import lower_bounds
 from crane.cost.report import COST_ATTR, cost_attribute
+from crane.cost.workload import Workload
 from crane.dialects.graph_batch import graph_batch
-from crane.dialects.hw import machine_of
+from crane.dialects.hw import machine_of, retarget
 from crane.dialects.segment import BlockOp, ScheduleOp
 from crane.hardware.machine import Machine
 from crane.ir.attributes import StringAttr
 from crane.ir.builder import Builder, InsertPoint
 from crane.ir.core import Operation
 from crane.limits import MAX_BATCH
+from crane.limits.ranges import Between, Checked
 from crane.passes.context import PassContext
-from crane.passes.option_ranges import Between, Checked
 from crane.passes.pass_base import Pass
 from crane.schedule.evaluate import BlockCost, Plan, tables_of
 from crane.schedule.from_graph import trains, workload_of
 from crane.schedule.objective import Objective
 from crane.schedule.options import state_options
 from crane.schedule.policies import schedule
+from crane.schedule.record import plan_facts
 from crane.schedule.search import BlockChoice, Schedule
 from crane.schedule.training import TrainingSchedule, schedule_training
-from crane.schedule.workload import Workload
 
 
 @cache
@@ -53,7 +54,8 @@ def block_op(plan: Plan, cost: BlockCost, machine: Machine, phase: str = "forwar
     names = [f"{layer.name}.grad" if gradient else layer.name for layer in plan.block.layers]
     return BlockOp.build(names, plan.subbatch, plan.q, tables_of(plan),
                          tile_split(plan, machine), plan.fused, cost.latency_cycles,
-                         cost.energy_pj, phase=phase, group=group)
+                         cost.energy_pj, phase=phase, group=group,
+                         facts=plan_facts(plan, machine))
 
 
 def group_numbers(choices: Sequence[BlockChoice]) -> list[int | None]:
@@ -146,7 +148,8 @@ class Segment(Pass):
     For each ``graph.func`` the pass builds the scheduler's workload
     (``crane.schedule.from_graph``), reads the machine the module targets (the
     ``hw.machine`` named by the module's ``crane.machine``; the ``edge`` machine when it
-    names none), runs the search of ``crane.schedule.policies.schedule`` and inserts a
+    names none, which the pass then adds to the module for the passes after it), runs the
+    search of ``crane.schedule.policies.schedule`` and inserts a
     ``segment.schedule`` op right after the function (replacing an earlier schedule of
     the same function). The module gets a ``crane.cost`` attribute with the summed cost
     (``crane.cost.report`` turns it into JSON or a table).
@@ -198,7 +201,10 @@ class Segment(Pass):
     def run(self, op: Operation, ctx: PassContext) -> None:
         body = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
         funcs = [f for f in body.ops if f.name == "graph.func"] if body is not None else []
-        machine = machine_of(op) or Machine.edge()
+        machine = machine_of(op)
+        if machine is None:
+            machine = Machine.edge()
+            retarget(op, machine)  # later passes lower for the machine it was scheduled on
         summaries = [s for s in (self.schedule_func(f, machine, ctx) for f in funcs) if s]
         if summaries:
             op.attributes[COST_ATTR] = cost_attribute(combine(summaries))

@@ -26,7 +26,6 @@ class PrintTrainingStats(Pass):
     anchor = "graph.func"
 
     def run(self, op: Operation, ctx: PassContext) -> None:
-        ctx.mark_all_preserved()
         if not isinstance(op, FuncOp):
             return
         symbol = op.attributes.get("sym_name")

@@ -1,5 +1,6 @@
-"""Crane's inter-layer scheduling: workloads, blocks, ScT/MeT tables, search and baselines.
+"""Crane's inter-layer scheduling: blocks, the search over ScT/MeT tables, baselines.
 
-Submodules are imported explicitly (``crane.schedule.workload`` ...) so that the cost model
-can depend on the workload description without importing the search.
+Its input, the per-sample ``Workload``, lives with the cost model that prices it
+(``crane.cost.workload``); the tables live with the ``segment`` dialect that stores and
+verifies them (``crane.dialects.segment_tables``). Submodules are imported explicitly.
 """

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from crane.schedule.workload import LayerWork, Workload
+from crane.cost.workload import LayerWork, Workload
 
 
 @dataclass(frozen=True, slots=True)

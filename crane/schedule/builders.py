@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from crane.schedule.workload import Dims, LayerWork, Workload
+from crane.cost.workload import Dims, LayerWork, Workload
 
 
 @dataclass(frozen=True, slots=True)

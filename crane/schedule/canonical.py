@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import itertools
 
+from crane.dialects.segment_tables import num_states
 from crane.hardware.machine import Machine
 from crane.schedule.block import Block
 from crane.schedule.evaluate import Plan
 from crane.schedule.objective import Objective
 from crane.schedule.options import StateOption, state_options
-from crane.schedule.tables import num_states
 
 
 def required_fill(block: Block) -> tuple[int, ...]:

@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from crane.cost.layer import HELD_SHARE, WEIGHT_SRAM_SHARE
-from crane.cost.placement import Mesh, Region, link_share, mean_hops
+from crane.cost.placement import Mesh, TileRun, link_share, mean_hops
 from crane.cost.traffic import Traffic, dram_cycles, noc_time, traffic_energy
+from crane.dialects.segment_tables import MeT, ScT, Tables, grid, is_active, num_states
 from crane.hardware.machine import Machine
 from crane.schedule.block import Block
 from crane.schedule.options import (
@@ -36,7 +37,6 @@ from crane.schedule.options import (
     sram_share,
     state_options,
 )
-from crane.schedule.tables import MeT, ScT, Tables, grid, is_active, num_states
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +187,7 @@ def holding_tiles(block: Block, subbatch: int, machine: Machine, state: int, col
 
 @lru_cache(maxsize=200_000)
 def held_path(block: Block, subbatch: int, machine: Machine, state: int, column: int,
-              reader: Region, backward: bool = False) -> tuple[float, float]:
+              reader: TileRun, backward: bool = False) -> tuple[float, float]:
     """(mean hops, busiest-link share) from the tiles keeping ``column``'s outputs (its
     region in the last state up to ``state`` where it ran) to a reader's region."""
     mesh = Mesh.of(machine)
@@ -198,7 +198,7 @@ def held_path(block: Block, subbatch: int, machine: Machine, state: int, column:
         if options and column in options[0].columns:
             holder = options[0].region(column)
             return mean_hops(mesh, holder, reader), link_share(mesh, holder, reader)
-    chip = Region(0, machine.tiles)
+    chip = TileRun(0, machine.tiles)
     return mean_hops(mesh, chip, reader), link_share(mesh, chip, reader)
 
 

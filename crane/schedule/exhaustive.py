@@ -10,13 +10,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 
+from crane.dialects.segment_checks import check_tables
+from crane.dialects.segment_tables import num_states
 from crane.hardware.machine import Machine
 from crane.schedule.block import Block
-from crane.schedule.checks import check_tables
 from crane.schedule.evaluate import Plan, evaluate, tables_of
 from crane.schedule.objective import Objective
 from crane.schedule.options import state_options
-from crane.schedule.tables import num_states
 
 
 def _compositions(total: int, parts: int) -> Iterator[tuple[int, ...]]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from crane.cost.traffic import dram_cycles, link_cycles, noc_cycles, traffic_energy
+from crane.dialects.segment_tables import active_columns, active_states, is_active, num_states
 from crane.hardware.machine import Machine
 from crane.schedule.block import Block
 from crane.schedule.evaluate import (
@@ -34,7 +35,6 @@ from crane.schedule.options import (
     sram_share,
     state_options,
 )
-from crane.schedule.tables import active_columns, active_states, is_active, num_states
 from crane.solve.milp import Expr, Model, Solution
 
 

@@ -20,6 +20,9 @@ One ``LayerWork`` per compute op, per sample, at the machine's element width:
   (gradients, accumulations, optimizer state and updates): the workload of a trained
   function is its forward pass.
 
+Which of these a kind is, it declares beside its definition (``LayerKind.work``,
+:class:`crane.dialects.layers.definition.Work`); the layer label is the ``Work`` value.
+
 Bytes are elements per sample times ``elem_bytes`` (the graph's f32 types are what the
 frontend computes in; the machine stores ``data_bytes`` per element).
 """
@@ -28,21 +31,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from crane.cost.workload import Dims, LayerWork, Workload
 from crane.dialects.graph import LayerOp, WeightOp
 from crane.dialects.graph_batch import graph_batch
-from crane.dialects.graph_grad import AccumulateOp, FillOp, GradOp, OptimizerStateOp, UpdateOp
+from crane.dialects.graph_grad import (
+    AccumulateOp,
+    FillOp,
+    GradOp,
+    OptimizerStateOp,
+    UpdateOp,
+    is_training_step,
+)
+from crane.dialects.layers.definition import Work
 from crane.dialects.layers.values import numel
 from crane.ir.attributes import StringAttr
 from crane.ir.core import Operation, Value
 from crane.ir.types import TensorType
-from crane.schedule.workload import Dims, LayerWork, Workload
 
-GEMM_OPS = {"conv2d": "conv", "linear": "fc", "matmul": "matmul"}
-POOL_OPS = frozenset({"max_pool2d", "avg_pool2d", "global_avg_pool"})
-BINARY_OPS = frozenset({"add", "mul"})
-UNARY_OPS = frozenset({"relu", "gelu", "silu", "sigmoid", "tanh", "batchnorm", "layernorm",
-                       "softmax"})
-TRANSPARENT_OPS = frozenset({"reshape", "flatten", "transpose", "slice", "concat", "dropout"})
+GEMM_WORK = frozenset({Work.CONV, Work.FC, Work.MATMUL})
+"""Kinds that make a GEMM layer of their own (``LayerKind.work``)."""
+LAYER_WORK = GEMM_WORK | {Work.POOL, Work.ELTWISE, Work.VECTOR}
+"""Kinds that make a layer labelled with their ``Work`` value (a vector op only when it
+cannot merge into the layer making its input)."""
 
 TRAINING_OPS = (GradOp, FillOp, AccumulateOp, OptimizerStateOp, UpdateOp)
 """Ops ``autodiff`` adds: the workload is the forward pass (``crane.schedule.training``
@@ -75,7 +85,7 @@ class _Layer:
 
 def trains(func: Operation) -> bool:
     """Whether a ``graph.func`` is trained: it has a training section or is a training step."""
-    return "training" in func.attributes or "training_step" in func.attributes
+    return "training" in func.attributes or is_training_step(func)
 
 
 def _shape(value: Value) -> tuple[int, ...]:
@@ -99,7 +109,7 @@ def _vector_dims(shape: tuple[int, ...]) -> Dims:
     return Dims.conv(numel(rest), 1, 1, 1)
 
 
-class _Builder:
+class WorkloadBuilder:
     """Walks one function body in order and accumulates its layers."""
 
     def __init__(self, batch: int, elem_bytes: int) -> None:
@@ -152,25 +162,27 @@ class _Builder:
             if op.name != "graph.return":
                 raise ValueError(f"'{op.name}' is not an inference graph op")
             return
-        kind = op.kind.name
-        if op.kind.is_loss:
+        work = op.kind.work
+        if work is Work.LOSS:
             return
-        if kind in TRANSPARENT_OPS:
+        if work is Work.TRANSPARENT:
             self.transparent(op)
-        elif kind == "embedding":
+        elif work is Work.GATHER:
             self.flows[op.results[0]] = {None: self.sample_bytes(op.results[0])}
-        elif kind == "attention":
+        elif work is Work.ATTENTION:
             self.attention(op)
-        elif kind in UNARY_OPS and self.mergeable(op):
+        elif work is Work.VECTOR and self.mergeable(op):
             self.merge_unary(op)
+        elif work in LAYER_WORK:
+            self.layer(op, work)
         else:
-            self.layer(op, kind)
+            raise ValueError(f"'{op.name}': no workload rule for {work}")
 
     def transparent(self, op: LayerOp) -> None:
         flow: Flow = {}
         inputs = op.inputs
         scale = 1.0
-        if op.kind.name == "slice":
+        if op.kind.name == "slice":  # reads only its slice of the flow
             scale = numel(_shape(op.results[0])) / max(1, numel(_shape(inputs[0])))
         for v in inputs:
             _merge(flow, self.flows.get(v, {None: self.sample_bytes(v)}), scale)
@@ -190,22 +202,20 @@ class _Builder:
         self.owner[op.results[0]] = layer
         self.flows[op.results[0]] = {layer.name: layer.output_bytes}
 
-    def layer(self, op: LayerOp, kind: str) -> None:
+    def layer(self, op: LayerOp, work: Work) -> None:
         figures = op.accounting()
         flow, weight_bytes = self.read(op.operands)
         out = _shape(op.results[0])
         macs = self.per_sample(figures["macs"])
         vector = self.per_sample(figures["flops"] - 2 * figures["macs"])
-        label = GEMM_OPS.get(kind) or ("pool" if kind in POOL_OPS else
-                                       "eltwise" if kind in BINARY_OPS else "vector")
-        dims = self.gemm_dims(op, kind, out) if kind in GEMM_OPS else _vector_dims(out)
-        name = self.unique(op.results[0], kind)
-        self.add(_Layer(name, label, macs, vector, weight_bytes,
+        dims = self.gemm_dims(op, work, out) if work in GEMM_WORK else _vector_dims(out)
+        name = self.unique(op.results[0], op.kind.name)
+        self.add(_Layer(name, work.value, macs, vector, weight_bytes,
                         self.sample_bytes(op.results[0]), dims, flow), op.results[0])
 
-    def gemm_dims(self, op: LayerOp, kind: str, out: tuple[int, ...]) -> Dims:
+    def gemm_dims(self, op: LayerOp, work: Work, out: tuple[int, ...]) -> Dims:
         first = _shape(op.inputs[0])
-        if kind == "conv2d":
+        if work is Work.CONV:
             attrs = op.layer_attrs
             kernel, groups = attrs["kernel"], attrs["groups"]
             assert isinstance(kernel, tuple) and isinstance(groups, int)
@@ -250,7 +260,7 @@ def workload_of(func: Operation, elem_bytes: int = 1) -> Workload:
     """
     if func.name != "graph.func" or not func.regions or not func.regions[0].blocks:
         raise ValueError(f"expected a graph.func with a body, got '{func.name}'")
-    builder = _Builder(graph_batch(func), elem_bytes)
+    builder = WorkloadBuilder(graph_batch(func), elem_bytes)
     for op in func.regions[0].blocks[0].ops:
         builder.visit(op)
     name = func.attributes.get("sym_name")

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from crane.cost.layer import layer_cost, min_tiles, step_cycles, weight_spread_cycles
-from crane.cost.placement import Mesh, Region, dram_hops, link_share, mean_hops, split_regions
+from crane.cost.placement import Mesh, TileRun, dram_hops, link_share, mean_hops, split_regions
 from crane.cost.traffic import Traffic, dram_cycles, link_cycles, noc_time, traffic_energy
+from crane.cost.workload import LayerWork
+from crane.dialects.segment_tables import active_columns
 from crane.hardware.machine import Machine
 from crane.schedule.block import Block
-from crane.schedule.tables import active_columns
-from crane.schedule.workload import LayerWork
 
 SPLITS = ("balanced", "flops")
 
@@ -35,7 +35,7 @@ class StateOption:
 
     split: str
     columns: tuple[int, ...]
-    regions: tuple[Region, ...]
+    regions: tuple[TileRun, ...]
     cycles: float
     """Pipeline step time: the slowest active column's compute."""
     energy_pj: float
@@ -60,7 +60,7 @@ class StateOption:
     sram_share: tuple[float, ...] = ()
     """Per active column: busiest-link share of data spread over the chip's SRAM reaching it."""
 
-    def region(self, column: int) -> Region:
+    def region(self, column: int) -> TileRun:
         return self.regions[self.columns.index(column)]
 
 
@@ -148,7 +148,7 @@ def _option(block: Block, split: str, columns: tuple[int, ...], counts: tuple[in
         step = step + cost.weight_load
         energy += traffic_energy(cost.weight_load, machine)
     mesh = Mesh.of(machine)
-    chip = Region(0, mesh.tiles)
+    chip = TileRun(0, mesh.tiles)
     at = {c: r for c, r in zip(columns, regions, strict=True)}
     edges = tuple((e.src, e.dst, mean_hops(mesh, at[e.src], at[e.dst]),
                    link_share(mesh, at[e.src], at[e.dst])) for e in block.edges
@@ -168,14 +168,14 @@ def _transfer_cycles(traffic: Traffic, machine: Machine) -> float:
     return max(dram_cycles(traffic.dram_bytes, machine), noc_time(traffic, machine.tiles, machine))
 
 
-def _input_cycles(block: Block, column: int, batch: int, region: Region, machine: Machine) -> float:
+def _input_cycles(block: Block, column: int, batch: int, region: TileRun, machine: Machine) -> float:
     """One step's inputs from outside the block reaching a column's region: through DRAM,
     or over the region's links when the block's inputs stay on chip."""
     nbytes = block.external_in[column] * batch
     if not nbytes:
         return 0.0
     if block.in_from_sram:
-        chip = Region(0, machine.tiles)
+        chip = TileRun(0, machine.tiles)
         return link_cycles(nbytes * link_share(Mesh.of(machine), chip, region), machine)
     return dram_cycles(nbytes, machine)
 

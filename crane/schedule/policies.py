@@ -30,6 +30,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from crane.cost.workload import Workload
 from crane.hardware.machine import Machine
 from crane.schedule.block import Block
 from crane.schedule.canonical import compute_optimum, required_fill
@@ -40,7 +41,6 @@ from crane.schedule.options import state_options
 from crane.schedule.pareto import hull_covers, sweep
 from crane.schedule.refine import refine
 from crane.schedule.search import BlockCache, Schedule, search
-from crane.schedule.workload import Workload
 
 POLICIES = ("crane", "sequential", "tangram", "set")
 GROUPED = frozenset({"crane", "set"})

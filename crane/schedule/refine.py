@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from crane.cost.workload import Workload
 from crane.hardware.machine import Machine
 from crane.schedule.block import Block, crossing_bytes
 from crane.schedule.evaluate import BlockCost
 from crane.schedule.objective import Objective
 from crane.schedule.search import BlockChoice, BlockSolver, Schedule, fused_cut
-from crane.schedule.workload import Workload
 
 
 def _total(choices: list[BlockChoice]) -> BlockCost:

@@ -30,11 +30,11 @@ from dataclasses import dataclass, replace
 from multiprocessing import get_context
 
 from crane.cost.bounds import LowerBounds, lower_bounds
+from crane.cost.workload import Workload
 from crane.hardware.machine import Machine
 from crane.schedule.block import Block, crossing_bytes
 from crane.schedule.evaluate import BlockCost, Plan, activation_capacity, evaluate
 from crane.schedule.objective import Objective
-from crane.schedule.workload import Workload
 
 BlockSolver = Callable[[Block, int, Machine, Objective, float], list[tuple[Plan, BlockCost]]]
 """(block, batch, machine, objective, SRAM reserved) -> candidate plans with their costs."""

@@ -26,13 +26,13 @@ import math
 from dataclasses import dataclass
 
 from crane.cost.traffic import Traffic, dram_cycles, traffic_energy
+from crane.cost.workload import Workload
 from crane.hardware.machine import Machine
 from crane.schedule.block import Block, gradient_block, split_columns
 from crane.schedule.evaluate import BlockCost, Plan
 from crane.schedule.objective import Objective
 from crane.schedule.policies import MAX_BLOCK, POLICIES, block_solver, schedule
 from crane.schedule.search import BlockChoice, BlockSolver, Schedule
-from crane.schedule.workload import Workload
 
 OPTIMIZER_COPIES = 4
 """Weights, gradients and two optimizer moments are resident in DRAM during training."""

@@ -1,10 +1,10 @@
 """Segmented fused-tiled (SFT) execution: spatial tiling with halos, in-segment recomputation,
 and the automatic choice of segment cuts and tile grids under a memory cap.
 
-The ``tile`` pass of :mod:`crane.passes` is meant to be a thin wrapper over this library.
+The ``spatial-tile`` pass of :mod:`crane.passes` is meant to be a thin wrapper over this library.
 """
 
-from crane.tiling.cores import CoreWork, SplitDim, split_backward, split_forward, split_layer
+from crane.tiling.cores import CoreWork, SplitDim, backward_on_cores, forward_on_cores, split_layer
 from crane.tiling.execute import (
     Segment,
     segmented_backward,
@@ -14,13 +14,13 @@ from crane.tiling.execute import (
     untiled_backward,
     untiled_forward,
 )
-from crane.tiling.layers import Layer, LayerKind, Window, darknet19_trunk, vgg16_trunk
+from crane.tiling.layers import Layer, SpatialOp, Window, darknet19_trunk, vgg16_trunk
 from crane.tiling.memory import CostModel, MemoryModel
 from crane.tiling.plan import NoPlanFitsError, Plan, Planner
 from crane.tiling.regions import (
     Interval,
     OpRegion,
-    Region,
+    Rect,
     chain_regions,
     grid_from_cuts,
     split_grid,
@@ -29,19 +29,19 @@ from crane.tiling.regions import (
 __all__ = [
     "CoreWork",
     "SplitDim",
-    "split_backward",
-    "split_forward",
+    "backward_on_cores",
+    "forward_on_cores",
     "split_layer",
     "CostModel",
     "Interval",
     "Layer",
-    "LayerKind",
+    "SpatialOp",
     "MemoryModel",
     "NoPlanFitsError",
     "OpRegion",
     "Plan",
     "Planner",
-    "Region",
+    "Rect",
     "Segment",
     "Window",
     "chain_regions",

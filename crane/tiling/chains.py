@@ -1,4 +1,4 @@
-"""Find the spatial chains of a ``graph.func`` that the ``tile`` pass can split into patches.
+"""Find the spatial chains of a ``graph.func`` that the ``spatial-tile`` pass can split into patches.
 
 A *chain* is a path of layer ops, each feeding only the next one, along which every op maps
 an NCHW tensor to an NCHW tensor so that an output pixel depends on a bounded window of
@@ -6,38 +6,34 @@ input pixels of the same sample:
 
 * ``graph.conv2d`` (any kernel, stride, dilation, padding, groups),
 * ``graph.max_pool2d`` / ``graph.avg_pool2d`` without ``ceil_mode``,
-* the elementwise ``graph.relu``, ``gelu``, ``silu``, ``sigmoid``, ``tanh``.
+* the activations (``graph.relu``, ``gelu``, ``silu``, ``sigmoid``, ``tanh``, ...).
 
-Everything else ends a chain, with the reason :func:`why_not_tileable` gives: batch norm
-(training-mode statistics over the whole image), layer norm and softmax (normalise along an
-axis), linear/matmul/flatten/reshape (mix all positions), dropout (its mask is drawn for the
-whole tensor), binary ops (a second input), global pooling (reads the whole plane).
-Intermediate values of a chain have exactly one user; the last op's result may have many.
+Which kinds these are, and why every other kind ends a chain (batch norm: training-mode
+statistics over the whole image; layer norm and softmax normalise along an axis; dropout's
+mask is drawn for the whole tensor; global pooling reads the whole plane; ...), each kind
+declares (``LayerKind.tiling``); :func:`why_not_tileable` reports it. Intermediate values of
+a chain have exactly one user; the last op's result may have many.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from crane.dialects.graph import FuncOp, LayerOp
+from crane.dialects.layers.definition import Spatial
 from crane.ir.core import Value
 from crane.ir.types import TensorType
-from crane.tiling.layers import Layer, LayerKind, Window
+from crane.tiling.layers import Layer, SpatialOp, Window
 
-UNARY = frozenset({"relu", "gelu", "silu", "sigmoid", "tanh"})
-"""Elementwise kinds a chain may contain (each pixel maps to itself)."""
-
-WINDOW = frozenset({"conv2d", "max_pool2d", "avg_pool2d"})
-"""Sliding-window kinds a chain may contain."""
-
-_REASONS = {
-    "batchnorm": "batch statistics are taken over the whole image",
-    "layernorm": "it normalises along the last (W) axis",
-    "softmax": "it normalises along an axis",
-    "dropout": "its mask is drawn for the whole tensor",
-    "global_avg_pool": "it reads the whole plane",
+SPATIAL_OPS: Mapping[Spatial, SpatialOp] = {
+    Spatial.POINTWISE: SpatialOp.RELU,
+    Spatial.CONV: SpatialOp.CONV,
+    Spatial.MAX_POOL: SpatialOp.MAX_POOL,
+    Spatial.AVG_POOL: SpatialOp.AVG_POOL,
 }
+"""How tiling models each spatial role a kind declares (every activation as a ReLU: one
+tensor saved, one pass over it)."""
 
 
 @dataclass(frozen=True)
@@ -70,9 +66,9 @@ def _nchw(value: Value) -> tuple[int, ...] | None:
 
 def why_not_tileable(op: LayerOp) -> str | None:
     """None if ``op`` can sit in a chain, else why it cannot (for remarks and docs)."""
-    name = op.kind.name
-    if name not in UNARY | WINDOW:
-        return _REASONS.get(name, "it is not a per-pixel or sliding-window op on NCHW tensors")
+    tiling = op.kind.tiling
+    if tiling.spatial is None:
+        return tiling.reason
     if len(op.inputs) != 1 or _nchw(op.inputs[0]) is None or _nchw(op.results[0]) is None:
         return "its input is not one 4-d floating-point NCHW tensor"
     if op.layer_attrs.get("ceil_mode") is True:
@@ -86,17 +82,17 @@ def to_layer(op: LayerOp) -> Layer:
     in_shape, out_shape = _nchw(op.inputs[0]), _nchw(op.results[0])
     assert in_shape is not None and out_shape is not None
     channels_in, channels_out = in_shape[1], out_shape[1]
-    name = op.kind.name
-    if name in UNARY:
-        return Layer(LayerKind.RELU, channels_in, channels_out, Window.identity())
+    spatial = op.kind.tiling.spatial
+    assert spatial is not None, "to_layer of an op that ends chains"
+    if spatial is Spatial.POINTWISE:
+        return Layer(SPATIAL_OPS[spatial], channels_in, channels_out, Window.identity())
     window = Window(kernel=_pair(attrs["kernel"]), stride=_pair(attrs["stride"]),
                     dilation=_pair(attrs.get("dilation", (1, 1))), padding=_pad4(attrs["padding"]))
-    if name == "conv2d":
+    if spatial is Spatial.CONV:
         groups = channels_in if attrs.get("depthwise") else int(attrs.get("groups", 1))  # type: ignore[arg-type]
         # Per-group input channels: the weight count and MACs are then exact.
-        return Layer(LayerKind.CONV, channels_in // groups, channels_out, window, bool(attrs.get("bias")))
-    kind = LayerKind.MAX_POOL if name == "max_pool2d" else LayerKind.AVG_POOL
-    return Layer(kind, channels_in, channels_out, window)
+        return Layer(SPATIAL_OPS[spatial], channels_in // groups, channels_out, window, bool(attrs.get("bias")))
+    return Layer(SPATIAL_OPS[spatial], channels_in, channels_out, window)
 
 
 def find_chains(func: FuncOp, min_ops: int = 1) -> list[Chain]:

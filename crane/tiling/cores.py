@@ -6,7 +6,7 @@ union of the cores' outputs is the layer's output, disjointly. Under a spatial s
 input regions overlap by the halo, as in fused tiling; under a channel split a dense conv
 reads every input channel, while a 1:1 op or a pool reads only its own channels.
 
-:func:`split_forward` and :func:`split_backward` run the split with the numpy kernels, so a
+:func:`forward_on_cores` and :func:`backward_on_cores` run the split with the numpy kernels, so a
 mapping can be checked against the untiled layer: output parts are placed, input gradients
 add (halos overlap), weight gradients add over batch and space and are concatenated over
 output channels.
@@ -22,8 +22,8 @@ import numpy as np
 
 from crane.exec.kernels._types import Array
 from crane.tiling.execute import Params, layer_backward, layer_forward
-from crane.tiling.layers import Layer, LayerKind, Pad4, Pair
-from crane.tiling.regions import Interval, Region, op_region, split_axis, split_grid
+from crane.tiling.layers import Layer, Pad4, Pair, SpatialOp
+from crane.tiling.regions import Interval, Rect, op_region, split_axis, split_grid
 
 
 class SplitDim(StrEnum):
@@ -41,9 +41,9 @@ class CoreWork:
     core: int
     batch: Interval
     out_channels: Interval
-    output: Region
+    output: Rect
     in_channels: Interval
-    input: Region
+    input: Rect
     padding: Pad4
     """Border padding of the input patch (nonzero only where it meets the tensor edge)."""
 
@@ -51,7 +51,7 @@ class CoreWork:
 def split_layer(layer: Layer, batch: int, in_hw: Pair, cores: int, dim: SplitDim) -> tuple[CoreWork, ...]:
     """Divide ``layer`` over ``cores`` along ``dim``; raises when the dimension is too small."""
     out_hw = layer.window.out_hw(in_hw)
-    full_out = Region.full(out_hw)
+    full_out = Rect.full(out_hw)
     whole = op_region(layer.window, in_hw, full_out)
     all_out = Interval.full(layer.out_channels)
     all_in = Interval.full(layer.in_channels)
@@ -64,7 +64,7 @@ def split_layer(layer: Layer, batch: int, in_hw: Pair, cores: int, dim: SplitDim
             for k, part in enumerate(parts)
         )
     if dim is SplitDim.CHANNEL:
-        dense = layer.kind is LayerKind.CONV
+        dense = layer.kind is SpatialOp.CONV
         return tuple(
             CoreWork(k, Interval.full(batch), part, full_out, all_in if dense else part, whole.input, whole.padding)
             for k, part in enumerate(split_axis(layer.out_channels, cores))
@@ -86,7 +86,7 @@ def spatial_grid(out_hw: Pair, cores: int) -> Pair:
     return min(fitting, key=lambda rc: abs(np.log((out_hw[0] / rc[0]) / (out_hw[1] / rc[1]))))
 
 
-def split_forward(layer: Layer, params: Params, x: Array, works: Sequence[CoreWork]) -> Array:
+def forward_on_cores(layer: Layer, params: Params, x: Array, works: Sequence[CoreWork]) -> Array:
     """Run every core's part and assemble the layer output."""
     out_hw = layer.window.out_hw((x.shape[2], x.shape[3]))
     out = np.zeros((x.shape[0], layer.out_channels, *out_hw), dtype=x.dtype)
@@ -96,7 +96,7 @@ def split_forward(layer: Layer, params: Params, x: Array, works: Sequence[CoreWo
     return out
 
 
-def split_backward(
+def backward_on_cores(
     layer: Layer, params: Params, x: Array, grad_y: Array, works: Sequence[CoreWork]
 ) -> tuple[Array, Params]:
     """Every core's backward from its output-gradient part; returns (dX, parameter gradients)."""

@@ -32,8 +32,8 @@ import numpy as np
 
 from crane.exec.kernels import activation, conv, norm, pool
 from crane.exec.kernels._types import Array
-from crane.tiling.layers import Layer, LayerKind, Pad4
-from crane.tiling.regions import OpRegion, Region, chain_regions, live_start, split_grid
+from crane.tiling.layers import Layer, Pad4, SpatialOp
+from crane.tiling.regions import OpRegion, Rect, chain_regions, live_start, split_grid
 
 Params = tuple[Array, ...]
 """Learnable tensors of one layer, in :meth:`Layer.param_shapes` order."""
@@ -82,17 +82,17 @@ def init_params(layers: Sequence[Layer], seed: int = 0, dtype: type = np.float32
 def layer_forward(layer: Layer, params: Params, x: Array, padding: Pad4) -> tuple[Array, Cache]:
     """One op on a (patch of an) input with explicit padding; returns output and backward cache."""
     w = layer.window
-    if layer.kind is LayerKind.CONV:
+    if layer.kind is SpatialOp.CONV:
         bias = params[1] if layer.bias else None
         y = conv.conv2d_forward(x, params[0], bias, stride=w.stride, padding=padding, dilation=w.dilation)
         return y, Cache(x)
-    if layer.kind is LayerKind.MAX_POOL:
+    if layer.kind is SpatialOp.MAX_POOL:
         return pool.max_pool2d_forward(x, kernel=w.kernel, stride=w.stride, padding=padding), Cache(x)
-    if layer.kind is LayerKind.AVG_POOL:
+    if layer.kind is SpatialOp.AVG_POOL:
         y = pool.avg_pool2d_forward(x, kernel=w.kernel, stride=w.stride, padding=padding)
         # The kernel's divisor array is float64; keep the activation's precision.
         return y.astype(x.dtype, copy=False), Cache(x)
-    if layer.kind is LayerKind.RELU:
+    if layer.kind is SpatialOp.RELU:
         return activation.relu_forward(x), Cache(x)
     y, mean, inv_std = norm.batchnorm_forward_train(x, params[0], params[1])
     return y, Cache(x, (mean, inv_std))
@@ -104,18 +104,18 @@ def layer_backward(
     """Gradients wrt the op's input patch and its parameters, given the output gradient."""
     w, x = layer.window, cache.x
     shape = (x.shape[0], x.shape[1], x.shape[2], x.shape[3])
-    if layer.kind is LayerKind.CONV:
+    if layer.kind is SpatialOp.CONV:
         geometry = {"stride": w.stride, "padding": padding, "dilation": w.dilation}
         grad_x = conv.conv2d_backward_input(grad_y, params[0], shape, **geometry)  # type: ignore[arg-type]
         grad_w = conv.conv2d_backward_weight(grad_y, x, params[0].shape, **geometry)  # type: ignore[arg-type]
         grads = (grad_w, conv.conv2d_backward_bias(grad_y)) if layer.bias else (grad_w,)
         return grad_x, grads
-    if layer.kind is LayerKind.MAX_POOL:
+    if layer.kind is SpatialOp.MAX_POOL:
         return pool.max_pool2d_backward(grad_y, x, kernel=w.kernel, stride=w.stride, padding=padding), ()
-    if layer.kind is LayerKind.AVG_POOL:
+    if layer.kind is SpatialOp.AVG_POOL:
         grad_x = pool.avg_pool2d_backward(grad_y, shape, kernel=w.kernel, stride=w.stride, padding=padding)
         return grad_x.astype(grad_y.dtype, copy=False), ()
-    if layer.kind is LayerKind.RELU:
+    if layer.kind is SpatialOp.RELU:
         return activation.relu_backward(grad_y, x), ()
     grad_x, grad_gamma, grad_beta = norm.batchnorm_backward_train(grad_y, x, params[0], *cache.stats)
     return grad_x, (grad_gamma, grad_beta)
@@ -164,7 +164,7 @@ def untiled_backward(
 
 
 def tiled_forward(
-    layers: Sequence[Layer], params: Sequence[Params], x: Array, grid: Sequence[Region]
+    layers: Sequence[Layer], params: Sequence[Params], x: Array, grid: Sequence[Rect]
 ) -> Array:
     """Fused-tiled forward of one segment: ``grid`` is a disjoint cover of the output plane."""
     in_hw = (x.shape[2], x.shape[3])
@@ -188,7 +188,7 @@ def tiled_backward(
     layers: Sequence[Layer],
     params: Sequence[Params],
     x: Array,
-    grid: Sequence[Region],
+    grid: Sequence[Rect],
     grad_y: Array,
 ) -> tuple[Array, list[Params]]:
     """Per tile: recompute the forward from ``x``, back-propagate the tile's output gradient.
@@ -214,7 +214,7 @@ def tiled_backward(
     return grad_x, [tuple(t) for t in totals]
 
 
-def segment_grid(layers: Sequence[Layer], in_hw: tuple[int, int], segment: Segment) -> tuple[Region, ...]:
+def segment_grid(layers: Sequence[Layer], in_hw: tuple[int, int], segment: Segment) -> tuple[Rect, ...]:
     """The segment's output plane split into its ``rows`` x ``cols`` grid (uneven parts allowed)."""
     out_hw = _out_hw(layers[segment.start : segment.stop], in_hw)
     return split_grid(out_hw[0], out_hw[1], segment.rows, segment.cols)
@@ -273,7 +273,7 @@ def _out_hw(layers: Sequence[Layer], in_hw: tuple[int, int]) -> tuple[int, int]:
     return hw
 
 
-def _check_tileable(layers: Sequence[Layer], grid: Sequence[Region]) -> None:
+def _check_tileable(layers: Sequence[Layer], grid: Sequence[Rect]) -> None:
     if len(grid) > 1 and any(layer.needs_global_statistics for layer in layers):
         raise ValueError(
             "batch norm needs whole-image statistics: cut the segment at it or use one tile"
@@ -295,7 +295,7 @@ def _random_param(
     scale: float,
     dtype: type,
 ) -> Array:
-    if layer.kind is LayerKind.BATCH_NORM:
+    if layer.kind is SpatialOp.BATCH_NORM:
         # Index 0 is gamma (a scale near 1), index 1 is beta (a shift near 0).
         centre = 1.0 if index == 0 else 0.0
         return (centre + 0.1 * rng.standard_normal(shape)).astype(dtype)

@@ -18,8 +18,10 @@ Pad4 = tuple[int, int, int, int]
 """Explicit per-edge padding (top, bottom, left, right), as the numpy kernels take it."""
 
 
-class LayerKind(StrEnum):
-    """What a layer computes; window kinds read neighbourhoods, the rest are 1:1 per pixel."""
+class SpatialOp(StrEnum):
+    """What a layer of a spatial chain computes in tiling's own model (not a graph layer
+    kind: ``crane.tiling.chains`` models every graph activation as ``RELU``); window ops
+    read neighbourhoods, the rest are 1:1 per pixel."""
 
     CONV = "conv"
     MAX_POOL = "max_pool"
@@ -29,7 +31,7 @@ class LayerKind(StrEnum):
     """Training-mode batch normalisation: per-channel statistics over the whole image."""
 
 
-WINDOW_KINDS = frozenset({LayerKind.CONV, LayerKind.MAX_POOL, LayerKind.AVG_POOL})
+WINDOW_KINDS = frozenset({SpatialOp.CONV, SpatialOp.MAX_POOL, SpatialOp.AVG_POOL})
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +73,7 @@ class Window:
 class Layer:
     """One op of a spatial chain (NCHW in, NCHW out)."""
 
-    kind: LayerKind
+    kind: SpatialOp
     in_channels: int
     out_channels: int
     window: Window
@@ -93,7 +95,7 @@ class Layer:
         k, s, d = _pair(kernel), _pair(stride), _pair(dilation)
         pad = _same_padding(k, d) if padding is None else _pad4(padding)
         window = Window(kernel=k, stride=s, dilation=d, padding=pad)
-        return cls(LayerKind.CONV, in_channels, out_channels, window, bias)
+        return cls(SpatialOp.CONV, in_channels, out_channels, window, bias)
 
     @classmethod
     def max_pool(
@@ -103,7 +105,7 @@ class Layer:
         """Max pooling; the stride defaults to the kernel (PyTorch's convention)."""
         k = _pair(kernel)
         window = Window(kernel=k, stride=k if stride is None else _pair(stride), padding=_pad4(padding))
-        return cls(LayerKind.MAX_POOL, channels, channels, window)
+        return cls(SpatialOp.MAX_POOL, channels, channels, window)
 
     @classmethod
     def avg_pool(
@@ -113,17 +115,17 @@ class Layer:
         """Average pooling (divisor counts only real pixels, the kernels' default)."""
         k = _pair(kernel)
         window = Window(kernel=k, stride=k if stride is None else _pair(stride), padding=_pad4(padding))
-        return cls(LayerKind.AVG_POOL, channels, channels, window)
+        return cls(SpatialOp.AVG_POOL, channels, channels, window)
 
     @classmethod
     def relu(cls, channels: int) -> Layer:
         """Elementwise ReLU."""
-        return cls(LayerKind.RELU, channels, channels, Window.identity())
+        return cls(SpatialOp.RELU, channels, channels, Window.identity())
 
     @classmethod
     def batch_norm(cls, channels: int) -> Layer:
         """Training-mode batch normalisation with learnable scale and shift."""
-        return cls(LayerKind.BATCH_NORM, channels, channels, Window.identity())
+        return cls(SpatialOp.BATCH_NORM, channels, channels, Window.identity())
 
     @property
     def is_window(self) -> bool:
@@ -133,14 +135,14 @@ class Layer:
     @property
     def needs_global_statistics(self) -> bool:
         """True when one output pixel depends on the whole image (so it cannot be tiled)."""
-        return self.kind is LayerKind.BATCH_NORM
+        return self.kind is SpatialOp.BATCH_NORM
 
     def param_shapes(self) -> tuple[tuple[int, ...], ...]:
         """Shapes of the learnable tensors: conv (weight OIHW[, bias]); BN (gamma, beta)."""
-        if self.kind is LayerKind.CONV:
+        if self.kind is SpatialOp.CONV:
             weight = (self.out_channels, self.in_channels, *self.window.kernel)
             return (weight, (self.out_channels,)) if self.bias else (weight,)
-        if self.kind is LayerKind.BATCH_NORM:
+        if self.kind is SpatialOp.BATCH_NORM:
             return ((self.out_channels,), (self.out_channels,))
         return ()
 
@@ -157,12 +159,12 @@ class Layer:
     def flops_per_output_pixel(self) -> int:
         """Forward floating-point operations per output pixel (all channels, batch 1)."""
         kh, kw = self.window.kernel
-        if self.kind is LayerKind.CONV:
+        if self.kind is SpatialOp.CONV:
             return 2 * self.in_channels * kh * kw * self.out_channels
         if self.is_window:
             return kh * kw * self.out_channels
         # ReLU is one op per element; BN is about four (subtract, scale, multiply, add).
-        return self.out_channels if self.kind is LayerKind.RELU else 4 * self.out_channels
+        return self.out_channels if self.kind is SpatialOp.RELU else 4 * self.out_channels
 
 
 def chain_hw(layers: Sequence[Layer], hw: Pair) -> list[Pair]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from crane.tiling.layers import Layer, LayerKind
+from crane.tiling.layers import Layer, SpatialOp
 
 MIB = 1024 * 1024
 
@@ -145,28 +145,28 @@ def _channels(layers: Sequence[Layer]) -> list[int]:
 
 def _saved(layer: Layer, index: int, model: MemoryModel) -> set[int]:
     """Activation indices op ``index`` (1-based, input ``index - 1``) keeps for backward."""
-    if layer.kind is LayerKind.RELU:
+    if layer.kind is SpatialOp.RELU:
         return {index}
-    if layer.kind is LayerKind.AVG_POOL or _pad_copy_bytes(layer, 1, model):
+    if layer.kind is SpatialOp.AVG_POOL or _pad_copy_bytes(layer, 1, model):
         return set()
     return {index - 1}
 
 
 def _pad_copy_bytes(layer: Layer, input_bytes: int, model: MemoryModel) -> int:
     """Bytes of the padded input copy a conv makes under ``explicit_padding_copies``."""
-    padded = layer.kind is LayerKind.CONV and any(layer.window.padding)
+    padded = layer.kind is SpatialOp.CONV and any(layer.window.padding)
     # The copy is slightly larger than the input by its border; the interior dominates.
     return input_bytes if padded and model.explicit_padding_copies else 0
 
 
 def _index_bytes(layer: Layer, out_area: int, model: MemoryModel) -> int:
-    if layer.kind is not LayerKind.MAX_POOL:
+    if layer.kind is not SpatialOp.MAX_POOL:
         return 0
     return out_area * layer.out_channels * model.index_bytes * model.batch
 
 
 def _workspace(layer: Layer, model: MemoryModel) -> int:
-    return model.conv_workspace_bytes if layer.kind is LayerKind.CONV else 0
+    return model.conv_workspace_bytes if layer.kind is SpatialOp.CONV else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +194,7 @@ class CostModel:
         flops = layer.flops_per_output_pixel() * out_area
         traffic = (in_area * layer.in_channels + out_area * layer.out_channels) * self.dtype_bytes
         if backward:
-            factor = 2 if layer.kind is LayerKind.CONV else 1
+            factor = 2 if layer.kind is SpatialOp.CONV else 1
             flops *= factor
             # Backward reads the saved input and output gradient and writes the input gradient.
             traffic = traffic * 3 // 2

@@ -51,19 +51,19 @@ class Interval:
 
 
 @dataclass(frozen=True, slots=True)
-class Region:
+class Rect:
     """A rectangle of an (H, W) plane: a row interval times a column interval."""
 
     rows: Interval
     cols: Interval
 
     @classmethod
-    def full(cls, hw: Pair) -> Region:
+    def full(cls, hw: Pair) -> Rect:
         """The whole plane of shape ``hw``."""
         return cls(Interval.full(hw[0]), Interval.full(hw[1]))
 
     @classmethod
-    def of(cls, row_start: int, row_stop: int, col_start: int, col_stop: int) -> Region:
+    def of(cls, row_start: int, row_stop: int, col_start: int, col_stop: int) -> Rect:
         """A region from its four bounds."""
         return cls(Interval(row_start, row_stop), Interval(col_start, col_stop))
 
@@ -77,9 +77,9 @@ class Region:
         """Number of pixels."""
         return self.rows.size * self.cols.size
 
-    def relative_to(self, outer: Region) -> Region:
+    def relative_to(self, outer: Rect) -> Rect:
         """This region in the coordinates of a patch that starts at ``outer``'s corner."""
-        return Region(self.rows.shift(outer.rows.start), self.cols.shift(outer.cols.start))
+        return Rect(self.rows.shift(outer.rows.start), self.cols.shift(outer.cols.start))
 
     def slices(self) -> tuple[slice, slice]:
         """Slices for the last two axes of an NCHW array."""
@@ -90,10 +90,10 @@ class Region:
 class OpRegion:
     """What one op computes for one tile: input patch (clipped), border padding, output patch."""
 
-    input: Region
+    input: Rect
     padding: Pad4
     """(top, bottom, left, right) padding to apply to the input patch; nonzero only at borders."""
-    output: Region
+    output: Rect
 
 
 def axis_input(out: Interval, size: int, window: Window, axis: int) -> tuple[Interval, int, int]:
@@ -115,16 +115,16 @@ def axis_input(out: Interval, size: int, window: Window, axis: int) -> tuple[Int
     return clipped, low, high
 
 
-def op_region(window: Window, in_hw: Pair, output: Region) -> OpRegion:
+def op_region(window: Window, in_hw: Pair, output: Rect) -> OpRegion:
     """The input region and border padding one op needs to produce ``output``."""
     out_hw = window.out_hw(in_hw)
     _check_inside(output, out_hw)
     rows, top, bottom = axis_input(output.rows, in_hw[0], window, 0)
     cols, left, right = axis_input(output.cols, in_hw[1], window, 1)
-    return OpRegion(Region(rows, cols), (top, bottom, left, right), output)
+    return OpRegion(Rect(rows, cols), (top, bottom, left, right), output)
 
 
-def chain_regions(layers: Sequence[Layer], in_hw: Pair, output: Region) -> tuple[OpRegion, ...]:
+def chain_regions(layers: Sequence[Layer], in_hw: Pair, output: Rect) -> tuple[OpRegion, ...]:
     """Per-op regions (first op first) for one tile ``output`` of the chain's last op."""
     shapes = chain_hw(layers, in_hw)
     regions: list[OpRegion] = []
@@ -165,29 +165,29 @@ def cut_axis(size: int, cuts: Sequence[int]) -> tuple[Interval, ...]:
     return tuple(Interval(a, b) for a, b in zip(bounds, bounds[1:], strict=False))
 
 
-def split_grid(height: int, width: int, rows: int, cols: int) -> tuple[Region, ...]:
+def split_grid(height: int, width: int, rows: int, cols: int) -> tuple[Rect, ...]:
     """A ``rows`` x ``cols`` grid of disjoint tiles covering (height, width), row-major."""
     return grid_from_axes(split_axis(height, rows), split_axis(width, cols))
 
 
 def grid_from_cuts(
     height: int, width: int, row_cuts: Sequence[int], col_cuts: Sequence[int]
-) -> tuple[Region, ...]:
+) -> tuple[Rect, ...]:
     """A grid of disjoint tiles from explicit interior cut positions on each axis, row-major."""
     return grid_from_axes(cut_axis(height, row_cuts), cut_axis(width, col_cuts))
 
 
-def grid_from_axes(rows: Sequence[Interval], cols: Sequence[Interval]) -> tuple[Region, ...]:
+def grid_from_axes(rows: Sequence[Interval], cols: Sequence[Interval]) -> tuple[Rect, ...]:
     """The Cartesian product of row and column intervals, row-major."""
-    return tuple(Region(r, c) for r in rows for c in cols)
+    return tuple(Rect(r, c) for r in rows for c in cols)
 
 
-def _idle(output: Region) -> OpRegion:
+def _idle(output: Rect) -> OpRegion:
     """The step of an op with an empty output: no input and no padding."""
-    return OpRegion(Region(Interval(0, 0), Interval(0, 0)), (0, 0, 0, 0), output)
+    return OpRegion(Rect(Interval(0, 0), Interval(0, 0)), (0, 0, 0, 0), output)
 
 
-def _check_inside(region: Region, hw: Pair) -> None:
+def _check_inside(region: Rect, hw: Pair) -> None:
     inside = (
         0 <= region.rows.start < region.rows.stop <= hw[0]
         and 0 <= region.cols.start < region.cols.stop <= hw[1]

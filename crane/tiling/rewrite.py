@@ -28,7 +28,7 @@ from crane.ir.attributes import Attribute, DenseIntsAttr, DictAttr, IntAttr, Str
 from crane.ir.core import Value
 from crane.ir.types import TensorType
 from crane.tiling.chains import Chain
-from crane.tiling.regions import Interval, OpRegion, Region, chain_regions, live_start
+from crane.tiling.regions import Interval, OpRegion, Rect, chain_regions, live_start
 
 TILE_ATTR = "tile"
 """Per patch op: ``{segment = s, patch = array<i64: r, c>}``; on the joining concats, ``{segment = s}``."""
@@ -53,7 +53,7 @@ class SegmentRewrite:
     """Sum over tiles of the segment-input patch area (the input area times the halo factor)."""
 
 
-def rewrite_segment(chain: Chain, start: int, stop: int, grid: Sequence[Region], segment: int,
+def rewrite_segment(chain: Chain, start: int, stop: int, grid: Sequence[Rect], segment: int,
                     recompute: bool) -> SegmentRewrite:
     """Replace ops ``[start, stop)`` of ``chain`` by their per-tile computation on ``grid``.
 
@@ -92,7 +92,7 @@ def rewrite_segment(chain: Chain, start: int, stop: int, grid: Sequence[Region],
     return SegmentRewrite(len(grid), len(added), pixels)
 
 
-def check_grid(chain: Chain, start: int, stop: int, grid: Sequence[Region]) -> None:
+def check_grid(chain: Chain, start: int, stop: int, grid: Sequence[Rect]) -> None:
     """Raise :class:`TileError` if some tile of ``grid`` cannot be emitted (see above)."""
     rows = sorted({tile.rows.start for tile in grid})
     cols = sorted({tile.cols.start for tile in grid})

@@ -23,7 +23,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-EXIT_OK, EXIT_DIAGNOSTICS, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+from crane.tools.exit_codes import EXIT_INTERRUPTED
 
 
 def _positive(text: str) -> int:

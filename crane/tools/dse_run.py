@@ -25,11 +25,10 @@ from crane.dse.results import ResultsFile, ResultsLocked, read_records
 from crane.dse.run import Lost, dask_client, run_dask, run_serial
 from crane.dse.sweep import Sweep, read_sweep
 from crane.dse.workload import inspect_workload
-from crane.files import read_text
 from crane.ir.diagnostics import DiagnosticError, SourceManager, render
-from crane.tools.dse import EXIT_DIAGNOSTICS, EXIT_INTERRUPTED, EXIT_OK
+from crane.limits.files import read_text
 from crane.tools.dse_point import describe, evaluate
-from crane.tools.guard import UsageError
+from crane.tools.exit_codes import EXIT_DIAGNOSTICS, EXIT_INTERRUPTED, EXIT_OK, UsageError
 
 PLOT_COLUMNS = ("batch", "rows", "cols", "sram_bytes", "noc_bandwidth", "dram_bandwidth",
                 "policy", "objective")

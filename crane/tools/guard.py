@@ -10,7 +10,7 @@ given. :func:`guarded` is that ending::
         args = parse(argv)               # argparse exits 2 itself on a bad flag
         return guarded("crane-sim", lambda: run(args), debug=args.debug)
 
-A :class:`UsageError` names the flag or the file it is about (``crane-sim: error: --seed
+A :class:`crane.tools.exit_codes.UsageError` names the flag or the file it is about (``crane-sim: error: --seed
 must be a whole number from 0 to 4294967295, got -1``); :func:`check_whole` and
 :func:`check_finite` check the numbers flags take.
 """
@@ -21,14 +21,10 @@ import math
 import sys
 from collections.abc import Callable
 
-EXIT_OK, EXIT_DIAGNOSTICS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+from crane.tools.exit_codes import EXIT_DIAGNOSTICS, EXIT_INTERNAL, EXIT_USAGE, UsageError
+
 MAX_SEED = 2**32 - 1
 """``--seed``: numpy's generators take any non-negative integer; 32 bits are plenty."""
-
-
-class UsageError(Exception):
-    """A mistake on the command line or with a file named there: one line that names the
-    flag or the file, exit status 2."""
 
 
 def guarded(tool: str, body: Callable[[], int], debug: bool,

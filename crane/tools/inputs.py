@@ -13,12 +13,12 @@ import importlib
 from collections.abc import Callable, Mapping, Sequence
 
 from crane.dialects.builtin import ModuleOp, as_module
-from crane.files import read_bytes, read_text
 from crane.ir.context import Context
 from crane.ir.diagnostics import DiagnosticError
 from crane.ir.lexer import SourceText
 from crane.ir.parser import ParseError, parse_ops
 from crane.limits import MAX_MODEL_BYTES
+from crane.limits.files import read_bytes, read_text
 
 Translator = Callable[..., ModuleOp]
 """``(text, filename, context)`` or ``(text, filename, context, options)`` -> module."""
@@ -58,7 +58,7 @@ def read_source(path: str, fmt: str) -> str | bytes:
     """The contents of ``path`` (``-``: standard input) as the format ``fmt`` reads them.
 
     Only a regular file (or standard input), at most :data:`crane.limits.MAX_FILE_BYTES`
-    of text or :data:`crane.limits.MAX_MODEL_BYTES` of a binary model (``crane.files``).
+    of text or :data:`crane.limits.MAX_MODEL_BYTES` of a binary model (``crane.limits.files``).
     Raises OSError or UnicodeDecodeError; the tools turn them into usage errors."""
     if fmt in BINARY_FORMATS:
         return read_bytes(path, MAX_MODEL_BYTES)

@@ -18,8 +18,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from crane.tools.opt_run import Invocation
 
-EXIT_OK, EXIT_DIAGNOSTICS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-
 
 def _comma_list(text: str) -> frozenset[str]:
     return frozenset(part.strip() for part in text.split(",") if part.strip())

@@ -9,11 +9,11 @@ import sys
 from crane.atomic import write_atomically
 from crane.dialects import default_context
 from crane.dialects.builtin import ModuleOp
-from crane.files import describe
 from crane.hardware.machine import Machine
 from crane.highlight import color_diagnostics, colorize, use_color
 from crane.ir.diagnostics import DiagnosticEngine, render
 from crane.limits import MAX_BATCH
+from crane.limits.files import describe
 from crane.passes.manager import format_statistics, format_timing
 from crane.passes.pipeline import OpPipeline, build_pipeline, format_built
 from crane.passes.pipeline_text import PipelineSyntaxError
@@ -24,13 +24,13 @@ from crane.passes.plugins import (
     load_plugin_file,
 )
 from crane.passes.registry import PassRegistry
+from crane.tools.exit_codes import EXIT_DIAGNOSTICS, EXIT_OK, EXIT_USAGE, UsageError
 from crane.tools.expected_diagnostics import verify_diagnostics
-from crane.tools.guard import UsageError, check_whole
+from crane.tools.guard import check_whole
 from crane.tools.inputs import input_format, parse_dims, read_source
 from crane.tools.ir_printing import IRPrinting, IRPrintingOptions
 from crane.tools.list_passes import format_pass_list
 from crane.tools.machines import MachineNotFound, resolve_machine
-from crane.tools.opt import EXIT_DIAGNOSTICS, EXIT_OK, EXIT_USAGE
 from crane.tools.opt_session import ChunkResult, OptSession, emitted_for_checking
 from crane.tools.pictures import PictureRequest, emit_picture, picture_request
 from crane.tools.split_input import join_outputs, split_input

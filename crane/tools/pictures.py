@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from crane.atomic import write_atomically
 from crane.dialects.builtin import ModuleOp
-from crane.tools.opt import EXIT_DIAGNOSTICS, EXIT_OK, EXIT_USAGE
+from crane.tools.exit_codes import EXIT_DIAGNOSTICS, EXIT_OK, EXIT_USAGE
 
 EMIT_KINDS = ("ir", "gantt", "mesh", "graph", "segment-graph")
 

@@ -36,13 +36,14 @@ from crane.autodiff import (
 from crane.dialects import default_context
 from crane.dialects.graph import FuncOp
 from crane.exec.interpreter import InterpreterError, run_function
-from crane.files import STDIN, check_regular, describe, read_text
 from crane.ir.core import Operation, VerifyError
 from crane.ir.diagnostics import Diagnostic, DiagnosticError, Severity, SourceManager, render
 from crane.ir.types import TensorType
 from crane.ir.verifier import verify
 from crane.limits import MAX_BATCH
-from crane.tools.guard import MAX_SEED, UsageError, check_finite, check_whole, guarded
+from crane.limits.files import STDIN, check_regular, describe, read_text
+from crane.tools.exit_codes import UsageError
+from crane.tools.guard import MAX_SEED, check_finite, check_whole, guarded
 from crane.tools.inputs import input_format, parse_dims, read_source, translate
 
 

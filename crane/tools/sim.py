@@ -26,7 +26,8 @@ from crane.exec.tile_sim.check import check
 from crane.exec.tile_sim.functional import module_ops, simulate
 from crane.ir.diagnostics import DiagnosticError, SourceManager, render
 from crane.ir.verifier import verify
-from crane.tools.guard import UsageError, check_finite, guarded
+from crane.tools.exit_codes import UsageError
+from crane.tools.guard import check_finite, guarded
 from crane.tools.inputs import input_format, translate
 from crane.tools.run import _inputs, _read_input, _weights, check_flags, summarise
 from crane.tools.sim_timing import add_timing_arguments, run_timing, timing_requested

@@ -21,7 +21,7 @@ from crane.exec.tile_sim.timing_compare import format_report
 from crane.exec.tile_sim.timing_program import programs_of
 from crane.ir.core import Operation
 from crane.ir.diagnostics import DiagnosticError
-from crane.tools.guard import UsageError
+from crane.tools.exit_codes import UsageError
 
 
 def add_timing_arguments(parser: argparse.ArgumentParser) -> None:

@@ -14,15 +14,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from crane.cost.workload import Workload
 from crane.dialects.graph import LayerOp, NamedTensorOp
+from crane.dialects.layers.definition import Work
+from crane.dialects.layers.kinds import LAYER_KINDS
 from crane.dialects.segment import BlockOp, ScheduleOp
 from crane.ir.attributes import DenseIntsAttr, IntAttr, StringAttr
 from crane.ir.core import Operation, Value
 from crane.ir.types import TensorType
-from crane.mapping.from_schedule import GRAD_SUFFIX
-from crane.schedule.workload import Workload
+from crane.schedule.record import GRAD_SUFFIX
 from crane.viz.dot import DotCluster, DotEdge, DotGraph, DotNode
 from crane.viz.figure import block_colour
 from crane.viz.source import (
@@ -34,13 +36,14 @@ from crane.viz.source import (
     workloads,
 )
 
-KIND_COLOURS = (
-    (("conv2d", "linear", "matmul", "attention"), "#c6dbef"),
-    (("relu", "gelu", "silu", "sigmoid", "tanh", "softmax", "batchnorm", "layernorm"), "#d9f0d3"),
-    (("max_pool2d", "avg_pool2d", "global_avg_pool"), "#fdd0a2"),
-    (("add", "mul", "concat"), "#fff2ae"),
-)
-"""Node fill colours of the graph view by op kind; gradient ops are pink, others grey."""
+WORK_COLOURS: Mapping[Work, str] = {
+    Work.CONV: "#c6dbef", Work.FC: "#c6dbef", Work.MATMUL: "#c6dbef", Work.ATTENTION: "#c6dbef",
+    Work.VECTOR: "#d9f0d3", Work.POOL: "#fdd0a2", Work.ELTWISE: "#fff2ae",
+}
+"""Node fill colours of the graph view by what a layer kind is to the scheduler (dense blue,
+vector ops green, pools orange, elementwise joins yellow, as is a concat); gradient ops
+are pink, others grey."""
+JOIN_COLOUR = WORK_COLOURS[Work.ELTWISE]
 
 
 def _shape(value: Value) -> str:
@@ -57,9 +60,11 @@ def _kind(op: Operation) -> str:
 
 
 def _colour(kind: str) -> str:
-    for kinds, colour in KIND_COLOURS:
-        if kind in kinds:
-            return colour
+    layer = LAYER_KINDS.get(kind)
+    if layer is not None and layer.variadic:
+        return JOIN_COLOUR
+    if layer is not None and layer.work in WORK_COLOURS:
+        return WORK_COLOURS[layer.work]
     return "#f4cae4" if "grad" in kind or kind in ("accumulate", "update") else "#eeeeee"
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from crane.alloc.liveness import live_ranges, peak_pressure
 from crane.alloc.programs import program_buffers
+from crane.cost.workload import Workload
 from crane.dialects.segment import BlockOp
 from crane.dialects.tile import AllocOp, LoadOp, ProgramOp, StoreOp
 from crane.dialects.tile_sync import SendOp
@@ -36,10 +37,9 @@ from crane.exec.tile_sim.timing_flows import xy_route
 from crane.hardware.machine import Machine
 from crane.ir.attributes import DenseIntsAttr, IntAttr
 from crane.ir.core import Operation, Value
-from crane.mapping.from_schedule import block_of, block_problem
-from crane.mapping.problem import BlockProblem
+from crane.mapping.from_schedule import problem_of
 from crane.schedule.block import Block
-from crane.schedule.workload import Workload
+from crane.schedule.record import block_of
 from crane.viz.source import PictureError, machine, programs, schedules, workloads
 
 Link = tuple[int, int]
@@ -136,14 +136,6 @@ def _int(op: Operation, name: str) -> int:
 def _ints(op: Operation, name: str) -> tuple[int, ...]:
     attr = op.attributes.get(name)
     return tuple(attr) if isinstance(attr, DenseIntsAttr) else ()
-
-
-def problem_of(op: BlockOp, target: Machine, workload: Workload | None) -> BlockProblem:
-    """The placement problem of a ``segment.block`` (as the ``map`` pass builds it)."""
-    tables = op.tables()
-    return block_problem(op.label, op.layer_names, (tables.sct, tables.met.sram), tables.deps,
-                         op.tile_split(), _ints(op, "fused"), max(1, _int(op, "subbatch")),
-                         target, workload)
 
 
 def dram_split(block: Block, state_subbatches: int, subbatch: int, fused: Sequence[int],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from crane.cost.workload import Workload
 from crane.dialects.hw import machine_of
 from crane.dialects.segment import ScheduleOp
 from crane.dialects.tile import ProgramOp
@@ -9,7 +10,6 @@ from crane.hardware.machine import Machine
 from crane.ir.attributes import StringAttr
 from crane.ir.core import Operation
 from crane.schedule.from_graph import workload_of
-from crane.schedule.workload import Workload
 
 
 class PictureError(Exception):

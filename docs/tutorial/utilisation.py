@@ -32,7 +32,7 @@ from crane.passes.context import PassContext
 from crane.passes.pass_base import Pass
 from crane.passes.plugins import PluginRegistrar
 from crane.schedule.from_graph import workload_of
-from crane.schedule.workload import LayerWork
+from crane.cost.workload import LayerWork
 
 UTILISATION_ATTR = "tutorial.mac_utilisation"
 

@@ -3,7 +3,8 @@
 RUN lines use two commands:
 
 - ``%crane-opt`` runs the driver of this checkout through the current interpreter
-  (``python -m crane.opt``), so nothing has to be on PATH;
+  (``python -m crane.opt``), so nothing has to be on PATH; ``%crane-sim`` likewise runs
+  the tile simulator;
 - ``filecheck`` (the bare word, as in MLIR and xDSL tests) runs PyPI ``filecheck`` through
   the same interpreter. The substitution only matches the word standing alone, never
   inside a path such as ``tests/filecheck/ir/x.mlir`` or a name like ``filecheck.tmp``.
@@ -36,7 +37,7 @@ _ROOT = os.path.dirname(os.path.dirname(config.test_source_root))
 _PYTHON = sys.executable
 
 # A per-test timeout needs psutil on some hosts; without it, bound each command instead.
-_TIMEOUT = 20
+_TIMEOUT = 90  # a hang guard: on a loaded 2-core machine the slowest files need over 20 s
 _prefix = ""
 if lit_config.maxIndividualTestTimeIsSupported[0]:
     config.maxIndividualTestTime = _TIMEOUT
@@ -44,6 +45,7 @@ elif shutil.which("timeout"):
     _prefix = f"timeout {_TIMEOUT} "
 
 config.substitutions.append(("%crane-opt", f"{_prefix}{_PYTHON} -m crane.opt"))
+config.substitutions.append(("%crane-sim", f"{_prefix}{_PYTHON} -m crane.tools.sim"))
 config.substitutions.append(("%crane-root", _ROOT))
 # Bare word only: not preceded or followed by a path or name character.
 config.substitutions.append((r"(?<![\w./%-])filecheck(?![\w./-])", f"{_prefix}{_PYTHON} -m filecheck"))

@@ -1,6 +1,7 @@
-"""Shape and weight rules of the layer kinds, one pure function per kind.
+"""What the shape and weight rules of the layer kinds share.
 
-A shape rule takes the input shapes and the coerced attributes and returns the output
+Each kind's own rules live beside its definition (``activations``, ``dense``, ``pools``,
+``norms``, ``data``, ``losses``); the helpers they share live here. A shape rule takes the input shapes and the coerced attributes and returns the output
 shape with the attributes resolved (``padding="same"`` becomes explicit
 ``(top, bottom, left, right)``, a depthwise conv gets its ``groups``). It raises
 :class:`ShapeError` with a message that names the numbers involved. Layouts: NCHW
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from crane.dialects.layers.values import AttrValue, Shape, numel
+from crane.dialects.layers.values import AttrValue, Shape
 
 Attrs = Mapping[str, AttrValue]
 Resolved = tuple[Shape, dict[str, AttrValue]]
@@ -48,23 +49,23 @@ def get_float(attrs: Attrs, key: str) -> float:
     return float(value)
 
 
-def _pair(attrs: Attrs, key: str) -> tuple[int, int]:
+def pair(attrs: Attrs, key: str) -> tuple[int, int]:
     value = attrs[key]
     assert isinstance(value, tuple)
     return value[0], value[1]
 
 
-def _rank(kind: str, shape: Shape, rank: int, layout: str) -> None:
+def check_rank(kind: str, shape: Shape, rank: int, layout: str) -> None:
     if len(shape) != rank:
         raise ShapeError(f"{kind} expects a {rank}-d {layout} input, got rank {len(shape)} {fmt(shape)}")
 
 
-def _min_rank(kind: str, shape: Shape, rank: int) -> None:
+def check_min_rank(kind: str, shape: Shape, rank: int) -> None:
     if len(shape) < rank:
         raise ShapeError(f"{kind} expects an input of rank >= {rank}, got rank {len(shape)} {fmt(shape)}")
 
 
-def _axis(kind: str, shape: Shape, axis: int, param: str = "axis") -> int:
+def check_axis(kind: str, shape: Shape, axis: int, param: str = "axis") -> int:
     if not -len(shape) <= axis < len(shape):
         raise ShapeError(f"{kind} {param}={axis} is out of range for rank {len(shape)} {fmt(shape)}", param)
     return axis % len(shape)
@@ -95,7 +96,7 @@ def _same(size: int, kernel: int, stride: int, dilation: int) -> tuple[int, int]
     return total // 2, total - total // 2
 
 
-def _window_out(
+def window_out(
     kind: str, axis: str, size: int, kernel: int, stride: int, dilation: int,
     pads: tuple[int, int], ceil_mode: bool = False,
 ) -> int:
@@ -112,84 +113,6 @@ def _window_out(
         f"more padding",
         "kernel",
     )
-
-
-def conv2d(ins: tuple[Shape, ...], attrs: Attrs) -> Resolved:
-    (x,) = ins
-    _rank("conv2d", x, 4, "NCHW")
-    n, c, h, w = x
-    groups = c if attrs["depthwise"] else get_int(attrs, "groups")
-    out = attrs.get("out", c if attrs["depthwise"] else None)
-    if out is None:
-        raise ShapeError("conv2d needs out=<channels> (or depthwise=true)", None)
-    assert isinstance(out, int)
-    if c % groups:
-        raise ShapeError(f"channel mismatch: conv2d input has {c} channels, not divisible by groups={groups}", "groups")
-    if out % groups:
-        raise ShapeError(f"channel mismatch: conv2d out={out} is not divisible by groups={groups}", "groups")
-    kernel, stride, dilation = _pair(attrs, "kernel"), _pair(attrs, "stride"), _pair(attrs, "dilation")
-    pad = resolve_padding(attrs["padding"], (h, w), kernel, stride, dilation)
-    oh = _window_out("conv2d", "height", h, kernel[0], stride[0], dilation[0], pad[:2])
-    ow = _window_out("conv2d", "width", w, kernel[1], stride[1], dilation[1], pad[2:])
-    return (n, out, oh, ow), {**attrs, "out": out, "groups": groups, "padding": pad}
-
-
-def conv2d_weights(ins: tuple[Shape, ...], attrs: Attrs) -> Weights:
-    c, out, groups = ins[0][1], get_int(attrs, "out"), get_int(attrs, "groups")
-    kh, kw = _pair(attrs, "kernel")
-    weight = ("weight", (out, c // groups, kh, kw))
-    return (weight, ("bias", (out,))) if attrs["bias"] else (weight,)
-
-
-def pool2d(kind: str) -> ShapeRule:
-    """The shape rule of a windowed pool (stride defaults to the kernel)."""
-
-    def rule(ins: tuple[Shape, ...], attrs: Attrs) -> Resolved:
-        (x,) = ins
-        _rank(kind, x, 4, "NCHW")
-        n, c, h, w = x
-        kernel = _pair(attrs, "kernel")
-        stride = _pair(attrs, "stride") if "stride" in attrs else kernel
-        pad = resolve_padding(attrs["padding"], (h, w), kernel, stride, (1, 1))
-        ceil_mode = bool(attrs["ceil_mode"])
-        oh = _window_out(kind, "height", h, kernel[0], stride[0], 1, pad[:2], ceil_mode)
-        ow = _window_out(kind, "width", w, kernel[1], stride[1], 1, pad[2:], ceil_mode)
-        return (n, c, oh, ow), {**attrs, "stride": stride, "padding": pad}
-
-    return rule
-
-
-def global_avg_pool(ins: tuple[Shape, ...], attrs: Attrs) -> Resolved:
-    (x,) = ins
-    _rank("global_avg_pool", x, 4, "NCHW")
-    return (x[0], x[1], 1, 1), dict(attrs)
-
-
-def linear(ins: tuple[Shape, ...], attrs: Attrs) -> Resolved:
-    (x,) = ins
-    _min_rank("linear", x, 2)
-    return (*x[:-1], get_int(attrs, "out")), dict(attrs)
-
-
-def linear_weights(ins: tuple[Shape, ...], attrs: Attrs) -> Weights:
-    d_in, d_out = ins[0][-1], get_int(attrs, "out")
-    weight = ("weight", (d_in, d_out))
-    return (weight, ("bias", (d_out,))) if attrs["bias"] else (weight,)
-
-
-def matmul(ins: tuple[Shape, ...], attrs: Attrs) -> Resolved:
-    a, b = ins
-    _min_rank("matmul", a, 2)
-    _min_rank("matmul", b, 2)
-    if attrs["transpose_b"]:
-        b = (*b[:-2], b[-1], b[-2])
-    if a[-1] != b[-2]:
-        raise ShapeError(
-            f"matmul inner dimensions differ: a is {fmt(a)} (K={a[-1]}) but b is {fmt(b)} "
-            f"(K={b[-2]}{', after transpose_b' if attrs['transpose_b'] else ''})"
-        )
-    batch = broadcast("matmul", a[:-2], b[:-2])
-    return (*batch, a[-2], b[-1]), dict(attrs)
 
 
 def broadcast(kind: str, a: Shape, b: Shape) -> Shape:
@@ -218,149 +141,6 @@ def elementwise(kind: str) -> ShapeRule:
 
 def same_shape(ins: tuple[Shape, ...], attrs: Attrs) -> Resolved:
     return ins[0], dict(attrs)
-
-
-def batchnorm(ins: tuple[Shape, ...], attrs: Attrs) -> Resolved:
-    _min_rank("batchnorm", ins[0], 2)
-    return ins[0], dict(attrs)
-
-
-def batchnorm_weights(ins: tuple[Shape, ...], attrs: Attrs) -> Weights:
-    # Only the affine scale/shift are trainable; running statistics (present when the op
-    # normalises with them) are buffers, as in the published parameter counts.
-    channels = (ins[0][1],)
-    affine = (("scale", channels), ("shift", channels))
-    return (*affine, ("mean", channels), ("var", channels)) if attrs.get("running") else affine
-
-
-def layernorm(ins: tuple[Shape, ...], attrs: Attrs) -> Resolved:
-    _min_rank("layernorm", ins[0], 1)
-    return ins[0], dict(attrs)
-
-
-def layernorm_weights(ins: tuple[Shape, ...], attrs: Attrs) -> Weights:
-    return (("scale", (ins[0][-1],)), ("shift", (ins[0][-1],)))
-
-
-def softmax(ins: tuple[Shape, ...], attrs: Attrs) -> Resolved:
-    axis = _axis("softmax", ins[0], get_int(attrs, "axis"))
-    return ins[0], {**attrs, "axis": axis}
-
-
-def dropout(ins: tuple[Shape, ...], attrs: Attrs) -> Resolved:
-    rate = get_float(attrs, "rate")
-    if not 0.0 <= rate < 1.0:
-        raise ShapeError(f"dropout rate={rate} must be in [0, 1)", "rate")
-    return ins[0], dict(attrs)
-
-
-def concat(ins: tuple[Shape, ...], attrs: Attrs) -> Resolved:
-    first = ins[0]
-    axis = _axis("concat", first, get_int(attrs, "axis"))
-    for index, shape in enumerate(ins[1:], start=2):
-        if len(shape) != len(first):
-            raise ShapeError(f"concat input {index} has rank {len(shape)} {fmt(shape)}, input 1 has rank {len(first)} {fmt(first)}")
-        for dim, (d0, d1) in enumerate(zip(first, shape, strict=True)):
-            if dim != axis and d0 != d1:
-                raise ShapeError(
-                    f"concat input {index} {fmt(shape)} has {d1} at dimension {dim} but input 1 "
-                    f"{fmt(first)} has {d0}; only dimension {axis} may differ"
-                )
-    total = sum(shape[axis] for shape in ins)
-    return (*first[:axis], total, *first[axis + 1 :]), {**attrs, "axis": axis}
-
-
-def reshape(ins: tuple[Shape, ...], attrs: Attrs) -> Resolved:
-    (x,) = ins
-    target = attrs["shape"]
-    assert isinstance(target, tuple)
-    if target.count(-1) > 1 or any(d == 0 or d < -1 for d in target):
-        raise ShapeError(f"reshape shape={fmt(target)} may hold positive sizes and at most one -1", "shape")
-    known = numel(tuple(d for d in target if d != -1))
-    total = numel(x)
-    if -1 in target and total % known == 0:
-        target = tuple(total // known if d == -1 else d for d in target)
-    if numel(target) != total:
-        raise ShapeError(
-            f"reshape of {fmt(x)} ({total} elements) to {fmt(tuple(attrs['shape']))} "  # type: ignore[arg-type]
-            f"({known} elements{' times the -1' if -1 in target else ''}) changes the element count",
-            "shape",
-        )
-    return target, {**attrs, "shape": target}
-
-
-def flatten(ins: tuple[Shape, ...], attrs: Attrs) -> Resolved:
-    (x,) = ins
-    start = _axis("flatten", x, get_int(attrs, "start"), "start")
-    return (*x[:start], numel(x[start:])), {**attrs, "start": start}
-
-
-def transpose(ins: tuple[Shape, ...], attrs: Attrs) -> Resolved:
-    (x,) = ins
-    perm = attrs["perm"]
-    assert isinstance(perm, tuple)
-    if sorted(perm) != list(range(len(x))):
-        raise ShapeError(f"transpose perm={fmt(perm)} is not a permutation of the {len(x)} dimensions of {fmt(x)}", "perm")
-    return tuple(x[p] for p in perm), dict(attrs)
-
-
-def slice_(ins: tuple[Shape, ...], attrs: Attrs) -> Resolved:
-    (x,) = ins
-    axis = _axis("slice", x, get_int(attrs, "axis"))
-    start, stop = get_int(attrs, "start"), get_int(attrs, "stop")
-    if not 0 <= start < stop <= x[axis]:
-        raise ShapeError(
-            f"slice {start}..{stop} does not fit dimension {axis} of {fmt(x)} (size {x[axis]}); "
-            f"it needs 0 <= start < stop <= {x[axis]}", "stop",
-        )
-    return (*x[:axis], stop - start, *x[axis + 1 :]), {**attrs, "axis": axis}
-
-
-def embedding(ins: tuple[Shape, ...], attrs: Attrs) -> Resolved:
-    return (*ins[0], get_int(attrs, "dim")), dict(attrs)
-
-
-def embedding_weights(ins: tuple[Shape, ...], attrs: Attrs) -> Weights:
-    return (("table", (get_int(attrs, "vocab"), get_int(attrs, "dim"))),)
-
-
-def attention(ins: tuple[Shape, ...], attrs: Attrs) -> Resolved:
-    x = ins[0]
-    _rank("attention", x, 3, "(batch, sequence, hidden)")
-    heads = get_int(attrs, "heads")
-    if x[2] % heads:
-        raise ShapeError(f"attention hidden size {x[2]} is not divisible by heads={heads}", "heads")
-    if len(ins) == 2:
-        memory = ins[1]
-        _rank("attention", memory, 3, "(batch, sequence, hidden)")
-        if (memory[0], memory[2]) != (x[0], x[2]):
-            raise ShapeError(f"attention memory {fmt(memory)} must match the query {fmt(x)} in batch and hidden size")
-    return x, dict(attrs)
-
-
-def attention_weights(ins: tuple[Shape, ...], attrs: Attrs) -> Weights:
-    d = ins[0][2]
-    mats = tuple((name, (d, d)) for name in ("wq", "wk", "wv", "wo"))
-    biases = tuple((name, (d,)) for name in ("bq", "bk", "bv", "bo"))
-    return mats + biases if attrs["bias"] else mats
-
-
-def cross_entropy(ins: tuple[Shape, ...], attrs: Attrs) -> Resolved:
-    logits, labels = ins
-    _min_rank("cross_entropy", logits, 2)
-    if labels != logits[:-1]:
-        raise ShapeError(
-            f"cross_entropy labels {fmt(labels)} must have the logits' shape {fmt(logits)} "
-            f"without the class dimension, i.e. {fmt(logits[:-1])}"
-        )
-    return (), dict(attrs)
-
-
-def mse(ins: tuple[Shape, ...], attrs: Attrs) -> Resolved:
-    pred, target = ins
-    if pred != target:
-        raise ShapeError(f"mse prediction {fmt(pred)} and target {fmt(target)} must have the same shape")
-    return (), dict(attrs)
 
 
 def no_weights(ins: tuple[Shape, ...], attrs: Attrs) -> Weights:

@@ -47,6 +47,8 @@ from crane.exec.kernels.dropout import (
 from crane.exec.kernels.embedding import (
     embedding_backward,
     embedding_forward,
+    embedding_rows_backward,
+    embedding_rows_forward,
 )
 from crane.exec.kernels.linear import (
     linear_backward,
@@ -136,6 +138,8 @@ __all__ = [
     "dropout_mask",
     "embedding_backward",
     "embedding_forward",
+    "embedding_rows_backward",
+    "embedding_rows_forward",
     "gelu_backward",
     "gelu_forward",
     "global_avg_pool2d_backward",

@@ -4,7 +4,13 @@ Every ``*_backward(grad_out, x)`` takes the forward *input* ``x`` and returns
 ``grad_out * f'(x)`` with the shape of ``x``. Sigmoid and tanh also offer
 ``*_backward_from_output(grad_out, out)``, which is cheaper when the forward
 output is saved instead of the input.
+
+:data:`ACTIVATIONS` registers the forward and backward kernel of every activation layer kind
+(``crane.dialects.layers.activations``) by name; the reference interpreter runs them.
 """
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -90,3 +96,57 @@ def gelu_backward(grad_out: Array, x: Array, *, approximate: bool = False) -> Ar
 
 def _tanh_arg(x: Array) -> Array:
     return _SQRT_2_OVER_PI * (x + _GELU_CUBIC * x * x * x)
+
+
+def relu6_forward(x: Array) -> Array:
+    """``min(max(x, 0), 6)`` (PyTorch ``relu6``)."""
+    return np.minimum(np.maximum(x, 0.0), 6.0).astype(x.dtype, copy=False)
+
+
+def relu6_backward(grad_out: Array, x: Array) -> Array:
+    """``grad_out`` where ``0 < x < 6``, else 0 (PyTorch's subgradient at the kinks)."""
+    return np.where((x > 0.0) & (x < 6.0), grad_out, 0.0).astype(grad_out.dtype, copy=False)
+
+
+def hardsigmoid_forward(x: Array) -> Array:
+    """``relu6(x + 3) / 6`` (PyTorch ``hardsigmoid``)."""
+    return (relu6_forward(x + 3.0) / 6.0).astype(x.dtype, copy=False)
+
+
+def hardsigmoid_backward(grad_out: Array, x: Array) -> Array:
+    """``grad_out / 6`` where ``-3 < x < 3``, else 0."""
+    return np.where((x > -3.0) & (x < 3.0), grad_out / 6.0, 0.0).astype(grad_out.dtype, copy=False)
+
+
+def hardswish_forward(x: Array) -> Array:
+    """``x * relu6(x + 3) / 6`` (PyTorch ``hardswish``)."""
+    return (x * relu6_forward(x + 3.0) / 6.0).astype(x.dtype, copy=False)
+
+
+def hardswish_backward(grad_out: Array, x: Array) -> Array:
+    """0 below -3, ``grad_out * (x / 3 + 1/2)`` up to 3 (included, as PyTorch), ``grad_out``
+    above."""
+    inside = grad_out * (x / 3.0 + 0.5)
+    return np.where(x < -3.0, 0.0, np.where(x <= 3.0, inside, grad_out)).astype(grad_out.dtype, copy=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Activation:
+    """The kernels of one activation layer kind."""
+
+    forward: Callable[[Array], Array]
+    backward: Callable[[Array, Array], Array]
+    """``backward(grad_out, x)``: the gradient of the forward input."""
+
+
+ACTIVATIONS: Mapping[str, Activation] = {
+    "relu": Activation(relu_forward, relu_backward),
+    "gelu": Activation(gelu_forward, gelu_backward),
+    "silu": Activation(silu_forward, silu_backward),
+    "sigmoid": Activation(sigmoid_forward, sigmoid_backward),
+    "tanh": Activation(tanh_forward, tanh_backward),
+    "relu6": Activation(relu6_forward, relu6_backward),
+    "hardsigmoid": Activation(hardsigmoid_forward, hardsigmoid_backward),
+    "hardswish": Activation(hardswish_forward, hardswish_backward),
+}
+"""Activation layer kind -> its kernels."""

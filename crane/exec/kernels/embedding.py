@@ -30,3 +30,23 @@ def _check_ids(ids: IntArray, num_embeddings: int) -> None:
         raise TypeError(f"embedding ids must be integers, got {ids.dtype}")
     if ids.size and (ids.min() < 0 or ids.max() >= num_embeddings):
         raise IndexError(f"embedding ids must lie in [0, {num_embeddings})")
+
+
+def embedding_rows_forward(rows: Array, ids: IntArray, offset: int) -> Array:
+    """The part of :func:`embedding_forward` that table rows ``offset .. offset + len(rows)``
+    give: those ids' rows, zero for the others (the parts of a table add up to the lookup)."""
+    local = np.asarray(ids).astype(np.int64) - offset
+    inside = (local >= 0) & (local < rows.shape[0])
+    out = np.zeros((*local.shape, rows.shape[1]), dtype=rows.dtype)
+    out[inside] = rows[local[inside]]
+    return out
+
+
+def embedding_rows_backward(grad_out: Array, ids: IntArray, offset: int, count: int) -> Array:
+    """Rows ``offset .. offset + count`` of :func:`embedding_backward`'s table gradient."""
+    local = np.asarray(ids).astype(np.int64).reshape(-1) - offset
+    inside = (local >= 0) & (local < count)
+    dim = grad_out.shape[-1]
+    grad = np.zeros((count, dim), dtype=grad_out.dtype)
+    np.add.at(grad, local[inside], grad_out.reshape(-1, dim)[inside])
+    return grad

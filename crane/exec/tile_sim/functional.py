@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from crane.autodiff import is_training_step
 from crane.dialects.graph import FuncOp, NamedTensorOp
 from crane.dialects.graph_batch import rebatched
+from crane.dialects.graph_grad import is_training_step
 from crane.dialects.hw import machine_of
 from crane.dialects.tile import (
     AllocOp,

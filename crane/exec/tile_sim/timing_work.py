@@ -30,6 +30,7 @@ from crane.dialects.graph_grad import UPDATE_OPS
 from crane.dialects.layers.kinds import LAYER_KINDS
 from crane.dialects.layers.values import AttrValue
 from crane.dialects.tile import compute_kind
+from crane.exec.evaluate import SHAPE_ONLY, with_shapes
 from crane.hardware.machine import Machine
 
 Shape = tuple[int, ...]
@@ -87,6 +88,9 @@ def compute_work(op: str, outputs: Sequence[Shape], inputs: Sequence[Shape],
     """
     family, base = compute_kind(op)
     written = sum(numel(s) for s in outputs)
+    spec = attrs.get(SHAPE_ONLY)
+    if isinstance(spec, tuple):  # operands the kernel reads by shape still shape its work
+        inputs = with_shapes(inputs, [int(v) for v in spec])
     if family == "forward" and base in COPY_KINDS:
         return Work(0, written)
     if family == "forward":

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crane.files import describe, read_text
-
 # Imported under another name so that `crane.frontend.crn.elaborate` stays the submodule.
 from crane.frontend.crn.elaborate import elaborate as _elaborate
 from crane.frontend.crn.elaborate import elaborate_machines
 from crane.frontend.errors import CrnError, CrnErrors
 from crane.frontend.model import Network, SourceLoc
 from crane.hardware.machine import Machine
+from crane.limits.files import describe, read_text
 
 
 def parse_crn(text: str, filename: str = "<input>", network: str | None = None) -> Network:

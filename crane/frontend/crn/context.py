@@ -4,11 +4,11 @@ the blocks and machines in reach, and the budgets that keep a bad file from hang
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from crane.frontend.crn import ast
-from crane.frontend.crn.scope import Scope
+from crane.frontend.crn.scope import Scope, Value
 from crane.frontend.errors import CrnError, Note
 from crane.frontend.model import InputDecl, Layer, SourceLoc
 from crane.hardware.machine import Machine
@@ -67,10 +67,17 @@ class Frame:
                      f"{self.suffix}.{index}", self.block, self.stack)
 
 
+BlockExpander = Callable[["Ctx", Frame, ast.Call, BlockInfo, "str | None"], Value]
+"""Expands a block call into its layers (``statements.call_block``); an expression that
+calls a block reaches it through :attr:`Ctx.expand_block`, so expressions need not import
+statements, which evaluate expressions."""
+
+
 @dataclass
 class Ctx:
     """Mutable state of one elaboration (filled statement by statement)."""
 
+    expand_block: BlockExpander
     sources: dict[str, list[str]] = field(default_factory=dict)
     errors: list[CrnError] = field(default_factory=list)
     layers: list[Layer] = field(default_factory=list)

@@ -12,21 +12,21 @@ from collections.abc import Callable
 from pathlib import Path
 
 from crane.dialects.layers.values import did_you_mean
-from crane.files import describe as describe_read_error
-from crane.files import read_text
+from crane.dialects.optimizers import OPTIMIZERS, hyper_problem
 from crane.frontend.crn import ast
 from crane.frontend.crn.context import BlockInfo, Ctx, Frame, Poisoned, TooLarge
 from crane.frontend.crn.evaluate import describe, eval_expr, eval_int
 from crane.frontend.crn.machines import build_machine
 from crane.frontend.crn.scope import POISON, Scope, Tensor
-from crane.frontend.crn.statements import exec_body
+from crane.frontend.crn.statements import call_block, exec_body
 from crane.frontend.crn.syntax import parse_module
 from crane.frontend.crn.syntax_errors import SyntaxProblem
 from crane.frontend.errors import CrnError, CrnErrors
 from crane.frontend.model import Network, Optimizer, Training
-from crane.frontend.optimizers import OPTIMIZERS, hyper_problem
 from crane.hardware.machine import Machine, builtin_machines
 from crane.limits import BATCH
+from crane.limits.files import describe as describe_read_error
+from crane.limits.files import read_text
 
 Reader = Callable[[Path], str]
 
@@ -34,7 +34,7 @@ Reader = Callable[[Path], str]
 def elaborate(text: str, filename: str, network: str | None = None,
               reader: Reader | None = None) -> Network:
     """Parse and elaborate one `.crn` file; raises :class:`CrnErrors` with every error found."""
-    ctx = Ctx()
+    ctx = Ctx(call_block)
     loader = _Loader(ctx, reader or _read_file)
     try:
         module = loader.parse(text, filename)
@@ -57,7 +57,7 @@ def elaborate_machines(text: str, filename: str, reader: Reader | None = None) -
 
     A network in the file is not elaborated; raises :class:`CrnErrors` when the file or
     one of its machines has an error, or when it defines no machine."""
-    ctx = Ctx()
+    ctx = Ctx(call_block)
     loader = _Loader(ctx, reader or _read_file)
     module = loader.parse(text, filename)
     if module is not None:

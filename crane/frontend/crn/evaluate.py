@@ -9,15 +9,8 @@ from __future__ import annotations
 
 import math
 
-from crane.dialects.layers.kinds import (
-    DEFAULT_ATTRS,
-    INFERENCE,
-    LAYER_KINDS,
-    LayerKind,
-    Param,
-    ParamError,
-    coerce,
-)
+from crane.dialects.layers.definition import INFERENCE, LayerKind, Param, ParamError, coerce
+from crane.dialects.layers.kinds import DEFAULT_ATTRS, LAYER_KINDS
 from crane.dialects.layers.rules import ShapeError
 from crane.dialects.layers.values import did_you_mean
 from crane.frontend.crn import ast
@@ -160,10 +153,7 @@ def eval_call(ctx: Ctx, frame: Frame, call: ast.Call, hint: str | None) -> Value
     if call.late_positional is not None:
         raise ctx.error(frame.file, call.late_positional, "positional argument after a keyword argument")
     if call.func in ctx.blocks:
-        # statements imports this module; importing it lazily breaks the cycle.
-        from crane.frontend.crn.statements import call_block
-
-        return call_block(ctx, frame, call, ctx.blocks[call.func], hint)
+        return ctx.expand_block(ctx, frame, call, ctx.blocks[call.func], hint)
     kind = LAYER_KINDS.get(call.func)
     if kind is None:
         known = [*LAYER_KINDS, *ctx.blocks]

@@ -20,15 +20,18 @@ import numpy as np
 from crane.dialects.builtin import ModuleOp
 from crane.dialects.graph import ELEMENT_TYPES, LAYER_OPS, FuncOp, LayerOp, ReturnOp, WeightOp
 from crane.dialects.hw import MACHINE_ATTR, MachineOp
+from crane.frontend.onnx.graph_order import node_order
 from crane.frontend.onnx.patterns import constant_values, recognise
 from crane.frontend.onnx.reader import (
+    TensorDataError,
     check_model,
     decode_nodes,
     default_opset,
     file_error,
+    is_unknown_operator,
     to_array,
 )
-from crane.frontend.onnx.registry import convert
+from crane.frontend.onnx.registry import convert_all, unsupported_nodes
 from crane.frontend.onnx.signature import TensorSpec, batch_of, graph_inputs, graph_outputs
 from crane.frontend.onnx.state import GraphState, NameTable, shape_of
 from crane.hardware.machine import Machine, builtin_machines
@@ -81,34 +84,64 @@ def resolve_machine(machine: str | Machine | None, filename: str) -> Machine | N
 
 def import_model(model: Any, filename: str, options: OnnxOptions) -> OnnxImport:
     """Import an ``onnx.ModelProto`` (see the module docstring). The ONNX checker runs
-    after the inputs are resolved, so that a missing input shape gets Crane's message."""
+    after the inputs are resolved and the node order is checked, so that a missing input
+    shape, an undefined tensor or a cycle gets Crane's message naming it."""
     graph = model.graph
     machine = resolve_machine(options.machine, filename)
     if len(graph.sparse_initializer):
         raise file_error(filename, "sparse initializers are not supported")
+    if not len(graph.output):
+        raise file_error(filename, "the graph has no outputs; Crane needs at least one computed output")
     inputs = graph_inputs(graph, [t.name for t in graph.initializer], options.batch, options.dims, filename)
-    check_model(model, filename)
-    initializers = {t.name: to_array(t) for t in graph.initializer}
-    outputs = graph_outputs(graph)
-    nodes = decode_nodes(graph, filename)
+    order = node_order(graph, filename)
+    opset = default_opset(model, filename)
+    if any(is_unknown_operator(n.op_type, n.domain, opset) for n in graph.node):
+        # the checker would stop at the first: report every unknown and unsupported node
+        nodes = decode_nodes(graph, filename, order)
+        found = unsupported_nodes(nodes, {t.name for t in graph.initializer}, opset)
+        raise DiagnosticError(*(d for e in found.values() for d in e.diagnostics))
+    check_model(model, filename, order)
+    initializers = _initializers(graph, filename)
+    outputs = graph_outputs(graph, filename)
+    nodes = decode_nodes(graph, filename, order)
     nodes = recognise(nodes, constant_values(initializers, nodes), [o.name for o in outputs])
     consumers = Counter(name for n in nodes for name in n.inputs if name)
     consumers.update(o.name for o in outputs)
-    state = GraphState(filename, default_opset(model, filename), consumers)
+    state = GraphState(filename, opset, consumers)
     state.names.reserve(o.name for o in outputs)
     state.consts.update(initializers)
     with gc_paused():
         for spec in inputs:
             _argument(state, spec)
-        for node in nodes:
-            convert(state, node)
+        convert_all(state, nodes)
         results = [_output(state, spec) for spec in outputs]
     location = NameLoc(filename)
-    name = NameTable.clean(options.name or graph.name or Path(filename).stem)
+    name = _symbol(options.name or graph.name or Path(filename).stem)
     state.block.append(ReturnOp.build(results, location))
     func = FuncOp.build(name, state.block, [v.type for v in results],
                         {"batch": IntAttr(batch_of(inputs))}, location)
     return OnnxImport(_module(func, machine, name, location), _used_weights(state, func))
+
+
+def _symbol(name: str) -> str:
+    """The module and function name: a clean value name that starts with no digit."""
+    text = NameTable.clean(name)
+    return f"v{text}" if text[0].isdigit() else text
+
+
+def _initializers(graph: Any, filename: str) -> dict[str, np.ndarray]:
+    """The initializers as arrays; every one whose data disagrees with its type or shape
+    is reported at once."""
+    arrays: dict[str, np.ndarray] = {}
+    problems: list[DiagnosticError] = []
+    for tensor in graph.initializer:
+        try:
+            arrays[tensor.name] = to_array(tensor)
+        except TensorDataError as problem:
+            problems.append(file_error(filename, f"initializer '{tensor.name}' {problem}"))
+    if problems:
+        raise DiagnosticError(*(d for p in problems for d in p.diagnostics))
+    return arrays
 
 
 def _argument(state: GraphState, spec: TensorSpec) -> None:

@@ -1,7 +1,7 @@
 """Converters of the weight-carrying ONNX operators: ``Conv``, ``Gemm`` and ``MatMul``.
 
-* ``Conv`` (4-d NCHW input, constant kernel and bias) is ``graph.conv2d``; a grouped
-  convolution with one group per channel is imported as depthwise.
+* ``Conv`` (4-d NCHW input, constant kernel and bias) is ``graph.conv2d`` with its
+  ``groups``, any number of them; one group per channel is also marked ``depthwise``.
 * ``Gemm`` is ``graph.linear`` with weight ``alpha * B`` in ``(in, out)`` layout (named
   ``<B>.T`` when ``transB`` transposed it, ``<B>.scaled`` when ``alpha != 1``) and bias
   ``beta * C`` when ``C`` is a per-column constant; any other ``C`` is a ``graph.add``.

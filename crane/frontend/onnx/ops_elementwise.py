@@ -1,7 +1,12 @@
 """Converters of activations, ``Softmax`` and the arithmetic ops.
 
-* ``Relu``, ``Sigmoid``, ``Tanh`` and ``Gelu`` (exact, erf-based; ``approximate="tanh"``
-  has no ``graph`` op) map one to one; ``Clip(min=0)`` without an upper bound is a ReLU.
+* the operators a layer kind declares it imports from one to one (``LayerKind.onnx``:
+  ``Relu``, ``Sigmoid``, ``Tanh``, ``Clip(min=0)`` without an upper bound as a ReLU,
+  ``Clip(0, 6)`` as a ReLU6 ...) map onto that kind when their attributes (or ``Clip``'s
+  bounds) are the declared ones; ``Gelu`` (exact, erf-based; ``approximate="tanh"`` has no
+  ``graph`` op) too, and a recognised SiLU (``x * Sigmoid(x)``).
+* ``Pow(x, 2)`` and ``Pow(x, 3)`` (the cube in the tanh approximation of GELU) are
+  ``x * x`` and ``(x * x) * x``; other exponents have no ``graph`` op.
 * ``Softmax`` normalises one axis (opset >= 13); before opset 13 it normalised the
   flattened trailing axes, which is the same only when ``axis`` is the last one.
 * ``Add`` and ``Mul`` of two activations are ``graph.add`` / ``graph.mul``; a constant
@@ -16,14 +21,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
+from crane.dialects.layers.definition import OnnxOp
+from crane.dialects.layers.kinds import LAYER_KINDS
 from crane.frontend.onnx.ops_dense import fuse_linear_bias
+from crane.frontend.onnx.ops_mask import soft_mask_of_sum
 from crane.frontend.onnx.reader import Node
 from crane.frontend.onnx.state import GraphState, numpy_dtype, shape_of
 from crane.ir.core import Value
 
-UNARY = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh"}
+
+def _one_to_one() -> dict[str, list[tuple[OnnxOp, str]]]:
+    found: dict[str, list[tuple[OnnxOp, str]]] = {}
+    for kind in LAYER_KINDS.values():
+        for op in kind.onnx.ops:
+            found.setdefault(op.op_type, []).append((op, kind.name))
+    return found
+
+
+ONE_TO_ONE: Mapping[str, list[tuple[OnnxOp, str]]] = _one_to_one()
+"""ONNX operator -> the (declared import, layer kind) pairs the layer kinds declare."""
 
 
 def _x(g: GraphState, node: Node) -> Value:
@@ -32,8 +52,38 @@ def _x(g: GraphState, node: Node) -> Value:
     return x
 
 
-def unary(g: GraphState, node: Node) -> None:
-    g.bind(node.outputs[0], g.layer(node, UNARY[node.op_type], [_x(g, node)]))
+def one_to_one(g: GraphState, node: Node) -> None:
+    """A node some layer kind declares it imports from (see the module docstring)."""
+    declared = ONE_TO_ONE[node.op_type]
+    for op, kind in declared:
+        if _matches(g, node, op):
+            g.bind(node.outputs[0], g.layer(node, kind, [_x(g, node)]))
+            return
+    imports = ", ".join(f"{_written_as(op)} as {kind}" for op, kind in declared)
+    raise node.error(f"{_written(g, node, declared[0][0])} has no graph op; Crane imports {imports}")
+
+
+def _matches(g: GraphState, node: Node, op: OnnxOp) -> bool:
+    if op.clip is not None:
+        low, high = _bound(g, node, 1, "min"), _bound(g, node, 2, "max")
+        return (low, float("inf") if high is None else high) == op.clip
+    return all(abs(float(node.attrs.get(a.name, a.default)) - a.value) <= 1e-6
+               for a in op.attrs)
+
+
+def _written(g: GraphState, node: Node, like: OnnxOp) -> str:
+    """How the node reads, with the attributes the declarations look at."""
+    if like.clip is not None:
+        return f"Clip(min={_bound(g, node, 1, 'min')}, max={_bound(g, node, 2, 'max')})"
+    given = ", ".join(f"{a.name}={node.attrs.get(a.name, a.default)}" for a in like.attrs)
+    return f"{node.op_type}({given})"
+
+
+def _written_as(op: OnnxOp) -> str:
+    if op.clip is not None:
+        high = "" if op.clip[1] == float("inf") else f", max={op.clip[1]:g}"
+        return f"Clip(min={op.clip[0]:g}{high})"
+    return f"{op.op_type}(" + ", ".join(f"{a.name}={a.value:.4g}" for a in op.attrs) + ")"
 
 
 def gelu(g: GraphState, node: Node) -> None:
@@ -43,13 +93,24 @@ def gelu(g: GraphState, node: Node) -> None:
     g.bind(node.outputs[0], g.layer(node, "gelu", [_x(g, node)]))
 
 
-def clip(g: GraphState, node: Node) -> None:
-    low = _bound(g, node, 1, "min")
-    high = _bound(g, node, 2, "max")
-    if low == 0.0 and (high is None or high == float("inf")):
-        g.bind(node.outputs[0], g.layer(node, "relu", [_x(g, node)]))
+def silu(g: GraphState, node: Node) -> None:
+    g.bind(node.outputs[0], g.layer(node, "silu", [_x(g, node)]))
+
+
+def power(g: GraphState, node: Node) -> None:
+    x = _x(g, node)
+    exponent = g.const(node.input(1))
+    if exponent is None or exponent.size != 1:
+        raise node.error("the exponent must be a constant scalar")
+    value = float(exponent.reshape(-1)[0])
+    if value == 1.0:
+        g.bind(node.outputs[0], x)
         return
-    raise node.error(f"Clip(min={low}, max={high}) has no graph op; only Clip(min=0) (a ReLU) imports")
+    if value not in (2.0, 3.0):
+        raise node.error(f"Pow by {value:g} has no graph op; Crane imports x^2 and x^3 as products")
+    out = node.outputs[0]
+    square = g.layer(node, "mul", [x, x], name=out if value == 2.0 else f"{out}.square")
+    g.bind(out, square if value == 2.0 else g.layer(node, "mul", [square, x]))
 
 
 def _bound(g: GraphState, node: Node, position: int, name: str) -> float | None:
@@ -71,7 +132,11 @@ def softmax(g: GraphState, node: Node) -> None:
     if g.opset < 13 and axis % rank != rank - 1:
         raise node.error(f"before opset 13 Softmax normalises axes {axis}.. flattened; Crane imports "
                          f"it only for the last axis (re-export at opset >= 13)")
-    g.bind(node.outputs[0], g.layer(node, "softmax", [x], attrs={"axis": axis}))
+    out = node.outputs[0]
+    g.bind(out, g.layer(node, "softmax", [x], attrs={"axis": axis}))
+    mask = g.soft_masks.get(node.input(0))
+    if mask is not None:
+        g.softmax_masks[out] = (mask, axis)
 
 
 def add(g: GraphState, node: Node) -> None:
@@ -79,6 +144,7 @@ def add(g: GraphState, node: Node) -> None:
     if fuse_linear_bias(g, node, a_name, b_name):
         return
     g.bind(node.outputs[0], g.layer(node, "add", [_x_named(g, node, a_name), g.tensor(node, b_name)]))
+    soft_mask_of_sum(g, node)
 
 
 def mul(g: GraphState, node: Node) -> None:

@@ -1,8 +1,9 @@
-"""Recognising decomposed GELU and layer normalisation before conversion.
+"""Recognising decomposed GELU, layer normalisation and SiLU, and the softmax NaN guard,
+before conversion.
 
 Exporters below opset 20 (GELU) or 17 (layer norm) write these as chains of primitive
 ops that have no ``graph`` counterpart (``Erf``, ``ReduceMean``, ``Pow``, ``Sqrt``...).
-Two patterns, matched exactly, are replaced by one synthetic node each:
+Four patterns, matched exactly, are replaced by one synthetic node each:
 
 * GELU, as ``torch.onnx`` and Hugging Face export it::
 
@@ -13,7 +14,13 @@ Two patterns, matched exactly, are replaced by one synthetic node each:
 
       d = x - ReduceMean(x);  y = d / Sqrt(ReduceMean(d ^ 2) + eps) [* gamma] [+ beta]
 
-  (``Pow(d, 2)`` or ``Mul(d, d)``) becomes ``LayerNormalization(x, gamma, beta)``.
+  (``Pow(d, 2)`` or ``Mul(d, d)``) becomes ``LayerNormalization(x, gamma, beta)``;
+* SiLU, ``x * Sigmoid(x)``, becomes ``Silu(x)`` (a ``graph.silu``);
+* the NaN guard that exporters put after an attention softmax, ``Where(IsNaN(p), 0, p)``
+  with ``p = Softmax(z)``, becomes ``SoftmaxNanGuard(p)``, with the attribute ``finite``
+  telling whether no constant that ``z`` is computed from is infinite or NaN (then ``z``
+  is finite for finite model inputs, ``p`` is never NaN, and the guard is a no-op); see
+  ``crane.frontend.onnx.ops_mask.nan_guard``.
 
 Every intermediate tensor must be read only inside the pattern (and be no graph output),
 every constant must be an initializer or ``Constant`` output with the expected value
@@ -45,6 +52,9 @@ class _Graph:
     readers: dict[str, list[Node]]
     outputs: frozenset[str]
     constants: dict[str, np.ndarray]
+    nodes: Sequence[Node] = ()
+    culprits: dict[str, str] | None = None
+    """Tensor -> a non-finite constant it is computed from ("" if none), made on demand."""
 
     def only_reader(self, name: str) -> Node | None:
         """The single node reading ``name`` (None if several, none, or a graph output)."""
@@ -186,7 +196,7 @@ def _synthetic(op_type: str, matched: Sequence[Node], inputs: tuple[str, ...], o
 
 
 def recognise(nodes: Sequence[Node], constants: dict[str, np.ndarray], outputs: Iterable[str]) -> list[Node]:
-    """``nodes`` with every decomposed GELU and layer norm replaced (see the module docstring).
+    """``nodes`` with every recognised pattern replaced (see the module docstring).
 
     ``constants`` holds the initializers and ``Constant`` outputs that patterns may test."""
     producer = {out: n for n in nodes for out in n.outputs if out}
@@ -195,7 +205,7 @@ def recognise(nodes: Sequence[Node], constants: dict[str, np.ndarray], outputs: 
         for name in node.inputs:
             if name:
                 readers[name].append(node)
-    g = _Graph(producer, readers, frozenset(outputs), constants)
+    g = _Graph(producer, readers, frozenset(outputs), constants, nodes)
     replacements: dict[int, Node] = {}
     removed: set[int] = set()
     for node in nodes:
@@ -209,18 +219,72 @@ def recognise(nodes: Sequence[Node], constants: dict[str, np.ndarray], outputs: 
 
 
 def _match(g: _Graph, node: Node) -> tuple[list[Node], Node] | None:
-    if node.op_type == "Erf" and node.domain in ("", "ai.onnx"):
+    if node.domain not in ("", "ai.onnx"):
+        return None
+    if node.op_type == "Erf":
         gelu = _gelu(g, node)
         if gelu is not None:
             matched, x, out = gelu
             return matched, _synthetic("Gelu", matched, (x,), out, {})
-    if node.op_type == "ReduceMean" and node.domain in ("", "ai.onnx"):
+    if node.op_type == "ReduceMean":
         norm = _layernorm(g, node)
         if norm is not None:
             matched, inputs, axis, eps, out = norm
             return matched, _synthetic("LayerNormalization", matched, inputs, out,
                                        {"axis": axis, "epsilon": eps})
+    if node.op_type == "Sigmoid":
+        return _silu(g, node)
+    if node.op_type == "IsNaN":
+        return _nan_guard(g, node)
     return None
+
+
+def _silu(g: _Graph, sigmoid: Node) -> tuple[list[Node], Node] | None:
+    """``x * Sigmoid(x)`` (either operand order) as ``Silu(x)``."""
+    x = sigmoid.input(0)
+    product = g.only_reader(sigmoid.outputs[0])
+    if product is None or not _binary(product, "Mul") or _other(product, sigmoid.outputs[0]) != x:
+        return None
+    matched = [sigmoid, product]
+    return matched, _synthetic("Silu", matched, (x,), product.outputs[0], {})
+
+
+def _nan_guard(g: _Graph, isnan: Node) -> tuple[list[Node], Node] | None:
+    """``Where(IsNaN(p), 0, p)`` with ``p`` a ``Softmax`` output, as ``SoftmaxNanGuard(p)``."""
+    p = isnan.input(0)
+    softmax = g.producer.get(p)
+    select = g.only_reader(isnan.outputs[0])
+    if softmax is None or softmax.op_type != "Softmax" or select is None or select.op_type != "Where":
+        return None
+    if select.inputs != (isnan.outputs[0], select.input(1), p) or not g.equals(select.input(1), 0.0):
+        return None
+    culprit = _culprit(g, softmax.input(0))
+    matched = [isnan, select]
+    return matched, _synthetic("SoftmaxNanGuard", matched, (p,), select.outputs[0],
+                               {"finite": not culprit, "culprit": culprit})
+
+
+def _culprit(g: _Graph, name: str) -> str:
+    """A constant that tensor ``name`` is computed from and that is infinite or NaN
+    (``""`` if there is none): one pass over the graph, in its topological order."""
+    if g.culprits is None:
+        g.culprits = _culprits(g)
+    return g.culprits.get(name, "")
+
+
+def _culprits(g: _Graph) -> dict[str, str]:
+    found: dict[str, str] = {n: n for n, a in g.constants.items()
+                             if np.issubdtype(a.dtype, np.floating) and not np.isfinite(a).all()}
+    for node in g.nodes:
+        blame = next((found[i] for i in node.inputs if found.get(i)), "") or _attribute_culprit(node)
+        found.update((out, blame) for out in node.outputs if out not in found)
+    return found
+
+
+def _attribute_culprit(node: Node) -> str:
+    """The node's name when a tensor attribute (``ConstantOfShape``'s value...) is not finite."""
+    arrays = [v for v in node.attrs.values() if isinstance(v, np.ndarray) and np.issubdtype(v.dtype, np.floating)]
+    return node.name if any(not np.isfinite(a).all() for a in arrays) else ""
 
 
 def constant_values(initializers: dict[str, np.ndarray], nodes: Iterable[Node]) -> dict[str, np.ndarray]:

@@ -7,13 +7,15 @@ by the functions that need it, so that importing this module stays cheap.
 
 Locations: node ``i`` (0-based, in graph order) is at ``"<file>":i+1:1`` inside a name
 location ``"<node name> (<op type>)"``, e.g. ``loc("conv1 (Conv)"("resnet18.onnx":3:1))``;
-unnamed nodes are called ``<op type>_<i>``.
+unnamed nodes are called ``<op type>_<i>``. Messages also name the PyTorch module a node
+comes from when the exporter recorded it (the dynamo exporter's ``name_scopes`` metadata):
+``node 'node_mean' (ReduceMean) in 'avgpool'``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,11 +50,14 @@ class Node:
     location: Location = UNKNOWN
     proto: Any = field(default=None, compare=False, repr=False)
     """The ``NodeProto`` (None for synthetic nodes); constant folding runs it."""
+    scope: str = ""
+    """The module the node was exported from (``layer1.0.conv1``), when recorded."""
 
     @property
     def label(self) -> str:
-        """``node 'conv1' (Conv)`` for messages."""
-        return f"node '{self.name}' ({self.op_type})"
+        """``node 'conv1' (Conv)`` for messages, ``... in 'layer1.0'`` with a scope."""
+        where = f" in '{self.scope}'" if self.scope else ""
+        return f"node '{self.name}' ({self.op_type}){where}"
 
     def input(self, position: int) -> str:
         """The name of input ``position``, or ``""`` when it is omitted."""
@@ -87,25 +92,55 @@ def read_model(source: object, filename: str) -> Any:
     return model
 
 
-def check_model(model: Any, filename: str) -> None:
+def check_model(model: Any, filename: str, order: Sequence[int] | None = None) -> None:
     """Run the ONNX checker (node attributes against their schemas, names defined before
     use...). Graph outputs without a declared shape, which the checker rejects but
-    runtimes accept, are given an empty one on a copy first."""
+    runtimes accept, are given an empty one on a copy first; nodes are checked in
+    ``order`` (a topological order of a graph that is out of order) when given."""
     import onnx
 
     bare = [i for i, v in enumerate(model.graph.output)
             if v.type.HasField("tensor_type") and not v.type.tensor_type.HasField("shape")]
-    if bare:
-        copy = onnx.ModelProto()
-        copy.CopyFrom(model)
-        for index in bare:
-            copy.graph.output[index].type.tensor_type.shape.SetInParent()
-        model = copy
+    if bare or order is not None:
+        model = _checkable_copy(model, bare, order)
     try:
         onnx.checker.check_model(model)
     except (onnx.checker.ValidationError, ValueError) as problem:
-        first = str(problem).strip().splitlines()[0] if str(problem).strip() else type(problem).__name__
-        raise file_error(filename, f"invalid ONNX model: {first}") from None
+        text = " ".join(str(problem).split()) or type(problem).__name__
+        raise file_error(filename, f"invalid ONNX model: {text[:400]}") from None
+
+
+def is_unknown_operator(op_type: str, domain: str, opset: int) -> bool:
+    """Whether the standard operator set at ``opset`` lacks ``op_type`` (a node of another
+    domain is not judged here)."""
+    import onnx.defs
+
+    if domain not in DEFAULT_DOMAINS:
+        return False
+    try:
+        onnx.defs.get_schema(op_type, opset, "")
+    except onnx.defs.SchemaError:
+        return True
+    return False
+
+
+def _checkable_copy(model: Any, bare: Sequence[int], order: Sequence[int] | None) -> Any:
+    """A copy of ``model`` whose ``bare`` outputs have an empty shape and whose nodes are
+    in ``order`` (when given)."""
+    import onnx
+
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    for index in bare:
+        copy.graph.output[index].type.tensor_type.shape.SetInParent()
+    if order is None:
+        return copy
+    nodes = [onnx.NodeProto() for _ in order]
+    for node, index in zip(nodes, order, strict=True):
+        node.CopyFrom(model.graph.node[index])
+    copy.graph.ClearField("node")
+    copy.graph.node.extend(nodes)
+    return copy
 
 
 def _bytes(source: object, filename: str) -> bytes:
@@ -140,21 +175,47 @@ def default_opset(model: Any, filename: str) -> int:
     raise file_error(filename, "the model imports no version of the default ONNX operator set")
 
 
-def to_array(tensor: Any) -> np.ndarray:
-    """A ``TensorProto`` as a numpy array (a copy the importer may keep)."""
-    from onnx import numpy_helper
+class TensorDataError(ValueError):
+    """A ``TensorProto`` whose data disagrees with its ``data_type`` or shape."""
 
-    return np.array(numpy_helper.to_array(tensor))
+
+def to_array(tensor: Any) -> np.ndarray:
+    """A ``TensorProto`` as a numpy array (a copy the importer may keep); raises
+    :class:`TensorDataError` when its data cannot be what its type and shape say."""
+    from onnx import TensorProto, numpy_helper
+
+    kind = tensor.data_type
+    known = kind in TensorProto.DataType.values()
+    type_name = TensorProto.DataType.Name(kind) if known else str(kind)
+    shape = [int(d) for d in tensor.dims]
+    if not known or kind == TensorProto.UNDEFINED:
+        raise TensorDataError(f"has data_type {type_name}, which is no ONNX element type")
+    if min(shape, default=0) < 0:
+        raise TensorDataError(f"has a negative dimension in its shape {shape}")
+    try:
+        array = np.array(numpy_helper.to_array(tensor))
+    except (ValueError, TypeError, KeyError) as problem:
+        raise TensorDataError(f"({type_name}, shape {shape}) holds data that does not match its type "
+                              f"and shape: {problem}") from None
+    if list(array.shape) != shape:
+        raise TensorDataError(f"({type_name}) holds {array.size} values for its shape {shape}")
+    return array
 
 
 def _attribute(proto: Any) -> Any:
     from onnx import helper
 
-    value = helper.get_attribute_value(proto)
+    try:
+        value = helper.get_attribute_value(proto)
+    except ValueError as problem:
+        raise TensorDataError(f"attribute '{proto.name}' cannot be read: {problem}") from None
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     if type(value).__name__ == "TensorProto":
-        return to_array(value)
+        try:
+            return to_array(value)
+        except TensorDataError as problem:
+            raise TensorDataError(f"the tensor of attribute '{proto.name}' {problem}") from None
     if isinstance(value, list):
         return [v.decode("utf-8", errors="replace") if isinstance(v, bytes) else v for v in value]
     return value
@@ -165,13 +226,37 @@ def node_location(filename: str, index: int, name: str, op_type: str) -> Locatio
     return NameLoc(f"{name} ({op_type})", FileLineColLoc(filename, index + 1, 1))
 
 
-def decode_nodes(graph: Any, filename: str) -> list[Node]:
-    """The graph's nodes in order, attributes decoded, each with its location."""
+def decode_nodes(graph: Any, filename: str, order: Sequence[int] | None = None) -> list[Node]:
+    """The graph's nodes in ``order`` (default: the graph's), attributes decoded, each
+    located at its place in the file; every node whose attributes cannot be decoded is
+    reported at once."""
     nodes: list[Node] = []
-    for index, proto in enumerate(graph.node):
-        name = proto.name or f"{proto.op_type}_{index}"
-        attrs = {a.name: _attribute(a) for a in proto.attribute}
-        nodes.append(Node(index, name, proto.op_type, proto.domain, tuple(proto.input),
-                          tuple(proto.output), attrs, node_location(filename, index, name, proto.op_type),
-                          proto))
+    problems: list[DiagnosticError] = []
+    for index, where in enumerate(range(len(graph.node)) if order is None else order):
+        proto = graph.node[where]
+        name = proto.name or f"{proto.op_type}_{where}"
+        location = node_location(filename, where, name, proto.op_type)
+        node = Node(index, name, proto.op_type, proto.domain, tuple(proto.input), tuple(proto.output),
+                    {}, location, proto, module_scope(proto))
+        try:
+            attrs = {a.name: _attribute(a) for a in proto.attribute}
+        except TensorDataError as problem:
+            problems.append(node.error(str(problem)))
+            continue
+        nodes.append(replace(node, attrs=attrs))
+    if problems:
+        raise DiagnosticError(*(d for p in problems for d in p.diagnostics))
     return nodes
+
+
+def module_scope(proto: Any) -> str:
+    """The PyTorch module a node was exported from, from the dynamo exporter's
+    ``pkg.torch.onnx.name_scopes`` metadata (``['', 'layer1', 'layer1.0', 'relu']`` is in
+    ``layer1.0``); ``""`` when not recorded or at the top level."""
+    for entry in getattr(proto, "metadata_props", ()):
+        if entry.key != "pkg.torch.onnx.name_scopes":
+            continue
+        scopes = [s.strip().strip("'\"") for s in entry.value.strip("[]").split(",")]
+        modules = [s for s in scopes[:-1] if s]
+        return modules[-1] if modules else ""
+    return ""

@@ -62,20 +62,24 @@ def _input_shape(value: Any, batch: int | None, sizes: Mapping[str, int], filena
     shape: list[int] = []
     for axis, dim in enumerate(dims):
         param = dim.dim_param if dim.HasField("dim_param") else ""
+        if dim.HasField("dim_value") and dim.dim_value <= 0:
+            raise file_error(filename, f"dimension {axis} of {what} has size {dim.dim_value}; Crane needs "
+                                       f"every dimension to be at least 1")
         if param and param in sizes:
             shape.append(sizes[param])
-        elif dim.HasField("dim_value") and dim.dim_value > 0:
+        elif dim.HasField("dim_value"):
             if axis == 0 and batch is not None and dim.dim_value != batch:
                 raise file_error(filename, f"{what} has a fixed batch dimension {dim.dim_value}; "
                                            f"it cannot be imported with batch {batch}")
             shape.append(dim.dim_value)
         elif axis == 0:
             shape.append(1 if batch is None else batch)
+        elif param:
+            raise file_error(filename, f"dimension {axis} of {what} is symbolic ('{param}'); give its size "
+                                       f"with --onnx-dim {param}=N (dims={{'{param}': N}})")
         else:
-            label = f"'{param}'" if param else "unnamed"
-            hint = f"--onnx-dim {param}=N (dims={{'{param}': N}})" if param else "a model with static shapes"
-            raise file_error(filename, f"dimension {axis} of {what} is symbolic ({label}); give its size "
-                                       f"with {hint}")
+            raise file_error(filename, f"dimension {axis} of {what} has neither a size nor a name; export "
+                                       f"the model with static shapes")
     return tuple(shape)
 
 
@@ -93,11 +97,16 @@ def graph_inputs(graph: Any, constants: Iterable[str], batch: int | None, sizes:
             for v in graph.input if v.name not in skip]
 
 
-def graph_outputs(graph: Any) -> list[TensorSpec]:
-    """The graph's outputs as declared (dimensions that are not static numbers are None)."""
+def graph_outputs(graph: Any, filename: str) -> list[TensorSpec]:
+    """The graph's outputs as declared (dimensions that are not static numbers are None);
+    a declared size below 1 is an error."""
     specs = []
     for value in graph.output:
         dims = _dims(value) if value.type.HasField("tensor_type") else None
+        bad = [(k, d.dim_value) for k, d in enumerate(dims or ()) if d.HasField("dim_value") and d.dim_value <= 0]
+        if bad:
+            raise file_error(filename, f"dimension {bad[0][0]} of graph output '{value.name}' has size "
+                                       f"{bad[0][1]}; Crane needs every dimension to be at least 1")
         shape = tuple(d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None
                       for d in dims or ())
         dtype = ELEMENT_TYPES.get(value.type.tensor_type.elem_type, "") if dims is not None else ""

@@ -8,8 +8,9 @@ ONNX tensor, and its array is recorded in :attr:`GraphState.weights` under that 
 reference interpreter takes them as ``run_function(func, weights=state.weights)``.
 
 Value names follow the ONNX tensor names, made valid IR names (``/conv1/Conv_output_0``
-becomes ``_conv1_Conv_output_0``) and unique, so that the IR printed and parsed again
-names its arguments and outputs as the in-memory IR does.
+becomes ``_conv1_Conv_output_0``, ``117`` becomes ``v117``: see :meth:`NameTable.clean`)
+and unique, so that the IR printed and parsed again names its arguments and outputs as
+the in-memory IR does.
 """
 
 from __future__ import annotations
@@ -50,9 +51,11 @@ class NameTable:
 
     @staticmethod
     def clean(name: str) -> str:
-        """``name`` with characters the IR printer would replace replaced by ``_``."""
+        """``name`` as an IR value name: characters the IR printer would replace become
+        ``_``, and a name of digits only gets a ``v`` prefix (``117`` -> ``v117``), since
+        the IR numbers its unnamed values ``%0``, ``%1``... and so would not keep it."""
         text = _BAD_CHARS.sub("_", name) or "v"
-        return f"v{text}" if text[0].isdigit() else text
+        return f"v{text}" if text.isdigit() else text
 
     def reserve(self, names: Iterable[str]) -> None:
         """Keep the clean forms of ``names`` for exactly those names."""
@@ -98,6 +101,15 @@ class GraphState:
         self._weight_values: dict[str, Value] = {}
         self._aliases: Counter[Value] = Counter()
         """How many tensor names stand for each value (``Identity`` adds one)."""
+        self.booleans: set[str] = set()
+        """Activations that are ONNX booleans, held as float 0.0 / 1.0 (``ops_mask``)."""
+        self.soft_masks: dict[str, Value] = {}
+        """Tensor -> the mask ``c`` where it is finite; it holds ``-FLT_MAX`` where ONNX
+        has ``-inf`` (``ops_mask``)."""
+        self.softmax_masks: dict[str, tuple[Value, int]] = {}
+        """Softmax output -> the mask of its soft-masked input and its axis."""
+        self.any_rows: dict[Value, Value] = {}
+        """Mask -> whether each of its rows holds a 1 (made once, for every NaN guard)."""
 
     # ----- looking tensors up
 

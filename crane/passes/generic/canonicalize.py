@@ -7,8 +7,8 @@ from typing import Annotated
 
 from crane.ir.core import Operation
 from crane.ir.rewriting import RewritePattern, apply_patterns_greedily
+from crane.limits.ranges import Between
 from crane.passes.context import PassContext
-from crane.passes.option_ranges import Between
 from crane.passes.pass_base import Pass
 
 

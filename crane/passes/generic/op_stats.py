@@ -57,4 +57,3 @@ class PrintOpStats(Pass):
 
     def run(self, op: Operation, ctx: PassContext) -> None:
         print(format_op_stats(collect_op_stats(op)), file=sys.stderr)
-        ctx.mark_all_preserved()

@@ -59,6 +59,11 @@ CASES: dict[str, str] = {
         "  input x: f32[2, 5, 6];\n  input target: f32[2, 5, 6];",
         "  a = linear(x, out=6);\n  k = slice(linear(x, out=2), axis=2, start=0, stop=1);\n"
         "  y = add(mul(a, k), slice(a, axis=1, start=0, stop=1));\n  output y;", "mse(y, target)"),
+    "hard_activations": _net(
+        "  input x: f32[2, 5, 6];\n  input target: f32[2, 5, 4];",
+        "  h = linear(x, out=12);\n  a = relu6(mul(h, h));\n  b = hardsigmoid(linear(x, out=12));\n"
+        "  c = hardswish(linear(x, out=12));\n  y = linear(add(add(a, b), c), out=4);\n  output y;",
+        "mse(y, target)"),
     "pools_ceil_mode": _net(
         _IMAGE, "  c = conv2d(x, out=3, kernel=2, bias=true);\n"
         "  p = max_pool2d(c, kernel=3, stride=2, ceil_mode=true);\n"

@@ -7,10 +7,11 @@ import pytest
 from crane.codegen.boxes import full, intersect, split_span, volume
 from crane.codegen.lower import lower_func
 from crane.codegen.ownership import CodegenError, owners
-from crane.codegen.rules import NEEDS, choose, footprint, shape_of, split_forward
+from crane.codegen.rules import NEEDS, choose, footprint, forward_op_parts, shape_of
 from crane.codegen.to_ir import tile_ops
 from crane.dialects.graph import FuncOp, LayerOp, from_attribute
 from crane.dialects.graph_batch import graph_batch
+from crane.dialects.layers.kinds import LAYER_KINDS
 from crane.exec.tile_sim.check import check
 from crane.exec.tile_sim.functional import graph_func
 from crane.exec.tile_sim.timing_work import compute_work
@@ -45,12 +46,12 @@ def test_choose_prefers_batch_then_channel_then_space() -> None:
 
 def test_spatial_conv_parts_read_halos_and_pad_only_borders() -> None:
     conv = _op(_func("tiny_resnet"), "conv2d")  # 3x3, padding 1, 8x3x32x32 -> 8x16x32x32
-    parts = split_forward(conv, (0, 1), 8, 4, False)
+    parts = forward_op_parts(conv, (0, 1), 8, 4, False)
     assert len(parts) == 4  # one sample, 16 channels: channel split first
     assert all(p.ins[0] is not None and p.ins[0][1] == (0, 3) for p in parts)  # every input channel
     one = ((0, 1), (0, 16), (0, 16), (16, 32))
     from crane.codegen.rules import NEEDS
-    ins, attrs = NEEDS["conv2d"](conv, one)
+    ins, attrs = NEEDS[LAYER_KINDS["conv2d"].lowering](conv, one)
     assert ins[0][2:] == ((0, 17), (15, 32))
     padding = attrs["padding"]
     assert isinstance(padding, DenseIntsAttr) and tuple(padding) == (1, 0, 0, 1)
@@ -59,7 +60,7 @@ def test_spatial_conv_parts_read_halos_and_pad_only_borders() -> None:
 
 def test_parts_tile_the_output_disjointly() -> None:
     conv = _op(_func("tiny_resnet"), "conv2d")
-    parts = split_forward(conv, (0, 8), 8, 3, False)
+    parts = forward_op_parts(conv, (0, 8), 8, 3, False)
     outs = [p.outs[0] for p in parts]
     assert sum(volume(b) for b in outs) == volume(full((8, 16, 32, 32)))
     assert all(intersect(a, b) is None for i, a in enumerate(outs) for b in outs[i + 1:])
@@ -67,7 +68,7 @@ def test_parts_tile_the_output_disjointly() -> None:
 
 def test_batchnorm_splits_by_channel_over_the_whole_batch() -> None:
     bn = _op(_func("tiny_resnet"), "batchnorm")
-    parts = split_forward(bn, (0, 8), 8, 4, False)
+    parts = forward_op_parts(bn, (0, 8), 8, 4, False)
     assert [p.outs[0][1] for p in parts] == [(0, 4), (4, 8), (8, 12), (12, 16)]
     assert all(p.outs[0][0] == (0, 8) and p.ins[1] == (p.outs[0][1],) for p in parts)
 
@@ -169,9 +170,9 @@ def test_a_budget_trades_the_channel_split_for_one_that_fits() -> None:
     func = _func("tiny_resnet")
     conv = next(o for o in func.body.ops if isinstance(o, LayerOp) and o.kind.name == "conv2d"
                 and o.results[0].name_hint == "r2.a.conv_bn.y")
-    preferred = split_forward(conv, (0, 1), 8, 4, False)
+    preferred = forward_op_parts(conv, (0, 1), 8, 4, False)
     assert {p.outs[0][1] for p in preferred} == {(0, 8), (8, 16), (16, 24), (24, 32)}
-    fitted = split_forward(conv, (0, 1), 8, 4, False, budget=60_000)
+    fitted = forward_op_parts(conv, (0, 1), 8, 4, False, budget=60_000)
     assert len(fitted) == 4 and all(p.outs[0][1] == (0, 32) for p in fitted)  # spatial
     assert max(footprint(p) for p in fitted) <= 60_000 < max(footprint(p) for p in preferred)
 
@@ -203,7 +204,7 @@ def test_kernels_too_big_for_their_sram_share_run_in_input_channel_chunks() -> N
     conv = next(o for o in _func("tiny_resnet").body.ops if isinstance(o, LayerOp)
                 and o.kind.name == "conv2d" and o.operands[1].type.shape == (32, 32, 3, 3))
     row = ((0, 1), (0, 32), (0, 1), (0, 16))  # one output row: a 9,216-byte kernel slice
-    ins, attrs = NEEDS["conv2d"](conv, row)
+    ins, attrs = NEEDS[LAYER_KINDS["conv2d"].lowering](conv, row)
     part = Part((row,), ins, attrs, (False,))
     assert reduction_chunks(conv, part, 10_000, 1) == [part]  # the kernel fits
     chunks = reduction_chunks(conv, part, 4_000, 1)
@@ -219,7 +220,7 @@ def test_a_channel_part_of_a_depthwise_conv_is_depthwise_over_its_own_channels()
                 and getattr(o.attributes.get("depthwise"), "value", False))
     n, c, h, w = shape_of(conv.results[0])
     part = ((0, n), (0, c // 2), (0, h), (0, w))
-    ins, attrs = NEEDS["conv2d"](conv, part)
+    ins, attrs = NEEDS[LAYER_KINDS["conv2d"].lowering](conv, part)
     assert ins[0][1] == (0, c // 2) and ins[1][0] == (0, c // 2)
     groups = attrs["groups"]
     assert isinstance(groups, IntAttr) and groups.value == c // 2

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from crane.cost.bounds import compulsory_dram_bytes, lower_bounds
 from crane.cost.layer import layer_cost
-from crane.cost.placement import Mesh, Region, dram_hops, mean_hops, split_regions
+from crane.cost.placement import Mesh, TileRun, dram_hops, mean_hops, split_regions
 from crane.cost.traffic import Traffic, dram_cycles, overlapped_latency, traffic_energy
 from crane.cost.utilisation import (
     MIN_UTILISATION,
@@ -88,18 +88,18 @@ def test_dim_efficiency_pads_to_multiple() -> None:
 
 def test_hops_on_mesh() -> None:
     mesh = Mesh.of(EDGE)
-    first_row, last_row = Region(0, 4), Region(12, 4)
+    first_row, last_row = TileRun(0, 4), TileRun(12, 4)
     assert mean_hops(mesh, first_row, first_row) == 1.25  # mean |c1-c2| over a 4-wide row
     assert mean_hops(mesh, first_row, last_row) == 3 + 1.25
     # One port serves a region: the corner port (0, 0) is 0, 1, 2 and 3 hops from the row.
     assert dram_hops(mesh, first_row) == 1.5
-    assert split_regions(2, (3, 5)) == (Region(2, 3), Region(5, 5))
+    assert split_regions(2, (3, 5)) == (TileRun(2, 3), TileRun(5, 5))
 
 
 def test_snake_order_keeps_ranges_connected() -> None:
     mesh = Mesh.of(EDGE)
     # Tiles 3 and 4 are vertically adjacent in a snake, so a range across rows stays close.
-    assert mean_hops(mesh, Region(3, 1), Region(4, 1)) == 1.0
+    assert mean_hops(mesh, TileRun(3, 1), TileRun(4, 1)) == 1.0
 
 
 def test_traffic_energy_and_time() -> None:
@@ -114,21 +114,21 @@ def test_traffic_energy_and_time() -> None:
 
 def test_layer_cost_scales_and_resides() -> None:
     layer = chain(1).layers[0]
-    one = layer_cost(layer, 1, Region(0, 16), EDGE)
-    four = layer_cost(layer, 4, Region(0, 16), EDGE)
+    one = layer_cost(layer, 1, TileRun(0, 16), EDGE)
+    four = layer_cost(layer, 4, TileRun(0, 16), EDGE)
     assert four.cycles <= 4 * one.cycles + 1e-9
     # Weight reads are shared by the samples of a sub-batch, MAC energy is not.
     assert 4 * layer.macs * EDGE.mac_pj < four.energy_pj <= 4 * one.energy_pj
     assert one.weights_resident
-    back = layer_cost(layer, 1, Region(0, 16), EDGE, backward=True)
+    back = layer_cost(layer, 1, TileRun(0, 16), EDGE, backward=True)
     assert back.cycles >= 1.9 * one.cycles
 
 
 def test_big_weights_are_restreamed() -> None:
     fc = resnet50().layer("fc")
     tiny = EDGE.with_changes(sram_bytes=64 * 1024)
-    assert not layer_cost(fc, 1, Region(0, 1), tiny).weights_resident
-    assert layer_cost(fc, 1, Region(0, 16), EDGE).weights_resident
+    assert not layer_cost(fc, 1, TileRun(0, 1), tiny).weights_resident
+    assert layer_cost(fc, 1, TileRun(0, 16), EDGE).weights_resident
 
 
 def test_lower_bounds() -> None:
@@ -149,8 +149,8 @@ def test_link_share_is_the_busiest_link_of_xy_routing() -> None:
 
     for rows, cols in ((4, 4), (3, 5)):
         mesh = Mesh(rows, cols, ((0, 0),))
-        for src, dst in ((Region(0, 4), Region(12 % (rows * cols), 3)), (Region(1, 7), Region(0, 5)),
-                         (Region(0, rows * cols), Region(2, 2))):
+        for src, dst in ((TileRun(0, 4), TileRun(12 % (rows * cols), 3)), (TileRun(1, 7), TileRun(0, 5)),
+                         (TileRun(0, rows * cols), TileRun(2, 2))):
             a = [int(r) * cols + int(c) for r, c in _coords(mesh, src)]
             b = [int(r) * cols + int(c) for r, c in _coords(mesh, dst)]
             load: Counter[tuple[int, int]] = Counter()
@@ -161,7 +161,7 @@ def test_link_share_is_the_busiest_link_of_xy_routing() -> None:
             expected = max(load.values(), default=0) / (len(a) * len(b))
             assert abs(link_share(mesh, src, dst) - expected) < 1e-12
     # Every tile to one tile: all of it arrives over the receiver's two links at most.
-    assert link_share(Mesh.of(EDGE), Region(0, 16), Region(5, 1)) >= 0.25
+    assert link_share(Mesh.of(EDGE), TileRun(0, 16), TileRun(5, 1)) >= 0.25
 
 
 def test_ties_of_throughput_go_to_the_split_reading_least() -> None:
@@ -196,7 +196,7 @@ def test_a_columns_tiles_hold_its_working_set() -> None:
 def test_channel_wise_layers_read_only_their_channels() -> None:
     from crane.cost.layer import input_readers
     from crane.cost.utilisation import Partition
-    from crane.schedule.workload import Dims, LayerWork
+    from crane.cost.workload import Dims, LayerWork
 
     split = Partition(1, 4, 1, 1, 1.0)
     conv = LayerWork.make("c", "conv", macs=1, vector_ops=0, weight_bytes=1, output_bytes=1,
@@ -211,7 +211,7 @@ def test_channel_wise_layers_read_only_their_channels() -> None:
 def test_shared_boxes_spread_in_slabs_and_weights_take_a_tree() -> None:
     from crane.cost.layer import SCATTER_BYTES, scatter_slabs, weight_spread_cycles
     from crane.cost.utilisation import Partition
-    from crane.schedule.workload import Dims, LayerWork
+    from crane.cost.workload import Dims, LayerWork
 
     assert scatter_slabs(2, 10 * SCATTER_BYTES, 64) == 1           # too few readers
     assert scatter_slabs(16, SCATTER_BYTES // 2, 64) == 1          # too small

@@ -358,7 +358,7 @@ def test_ir_sample_is_valid_ir_and_lossless() -> None:
 def test_vocabularies_match_the_compiler() -> None:
     from crane.dialects.layers.kinds import LAYER_KINDS as KINDS
     from crane.dialects.layers.values import DTYPE_BYTES
-    from crane.frontend.optimizers import OPTIMIZERS as OPTIMIZER_TABLE
+    from crane.dialects.optimizers import OPTIMIZERS as OPTIMIZER_TABLE
     from crane.ir.types import SCALAR_NAMES
 
     assert set(KINDS) == LAYER_KINDS

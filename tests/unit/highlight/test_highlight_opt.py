@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from crane.highlight import ANSI_ESCAPE, strip_ansi
-from crane.tools.opt import EXIT_DIAGNOSTICS, EXIT_OK, EXIT_USAGE, main
+from crane.tools.exit_codes import EXIT_DIAGNOSTICS, EXIT_OK, EXIT_USAGE
+from crane.tools.opt import main
 
 ROOT = Path(__file__).resolve().parents[3]
 GOOD = """test.func @f(%a: i32) -> i32 {

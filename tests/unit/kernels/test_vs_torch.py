@@ -26,7 +26,7 @@ NpBackward = Callable[..., Mapping[str, Array]]
 TorchForward = Callable[..., Any]
 
 
-def compare(
+def assert_matches_torch(
     np_forward: NpForward,
     np_backward: NpBackward,
     torch_forward: TorchForward,
@@ -85,7 +85,7 @@ def test_conv2d(case: ConvCase, rng: np.random.Generator) -> None:
             groups=case.groups,
         )
 
-    compare(np_fwd, np_bwd, t_fwd, inputs)
+    assert_matches_torch(np_fwd, np_bwd, t_fwd, inputs)
 
 
 POOL_CASES = [
@@ -101,7 +101,7 @@ def test_max_pool(
     shape: tuple[int, ...], kernel: Any, stride: Any, padding: Any, rng: np.random.Generator
 ) -> None:
     x = rng.permutation(int(np.prod(shape))).reshape(shape) * 0.1
-    compare(
+    assert_matches_torch(
         lambda x: K.max_pool2d_forward(x, kernel=kernel, stride=stride, padding=padding),
         lambda g, x: {
             "x": K.max_pool2d_backward(g, x, kernel=kernel, stride=stride, padding=padding)
@@ -132,7 +132,7 @@ def test_avg_pool(
         return F.avg_pool2d(x, kernel, stride, padding=(top, left), count_include_pad=False)
 
     kw = {"kernel": kernel, "stride": stride, "padding": padding, "count_include_pad": include_pad}
-    compare(
+    assert_matches_torch(
         lambda x: K.avg_pool2d_forward(x, **kw),
         lambda g, x: {"x": K.avg_pool2d_backward(g, x.shape, **kw)},
         t_fwd,
@@ -142,13 +142,13 @@ def test_avg_pool(
 
 def test_global_pools(rng: np.random.Generator) -> None:
     x = rng.permutation(2 * 3 * 4 * 5).reshape(2, 3, 4, 5) * 0.1
-    compare(
+    assert_matches_torch(
         K.global_avg_pool2d_forward,
         lambda g, x: {"x": K.global_avg_pool2d_backward(g, x.shape)},
         lambda x: F.adaptive_avg_pool2d(x, 1),
         {"x": x},
     )
-    compare(
+    assert_matches_torch(
         K.global_max_pool2d_forward,
         lambda g, x: {"x": K.global_max_pool2d_backward(g, x)},
         lambda x: F.adaptive_max_pool2d(x, 1),
@@ -168,7 +168,7 @@ def test_batchnorm_train(rng: np.random.Generator) -> None:
         dx, dgamma, dbeta = K.batchnorm_backward_train(g, x, gamma, mean, inv_std)
         return {"x": dx, "gamma": dgamma, "beta": dbeta}
 
-    compare(
+    assert_matches_torch(
         lambda x, gamma, beta: K.batchnorm_forward_train(x, gamma, beta)[0],
         np_bwd,
         lambda x, gamma, beta: F.batch_norm(x, None, None, gamma, beta, training=True, eps=1e-5),
@@ -198,7 +198,7 @@ def test_batchnorm_inference(rng: np.random.Generator) -> None:
         dx, dgamma, dbeta = K.batchnorm_backward_inference(g, x, gamma, rm, rv)
         return {"x": dx, "gamma": dgamma, "beta": dbeta}
 
-    compare(
+    assert_matches_torch(
         lambda x, gamma, beta: K.batchnorm_forward_inference(x, gamma, beta, rm, rv),
         np_bwd,
         lambda x, gamma, beta: F.batch_norm(
@@ -221,7 +221,7 @@ def test_layernorm(norm_shape: tuple[int, ...], rng: np.random.Generator) -> Non
         dx, dgamma, dbeta = K.layernorm_backward(g, x, gamma, mean, inv_std)
         return {"x": dx, "gamma": dgamma, "beta": dbeta}
 
-    compare(
+    assert_matches_torch(
         lambda x, gamma, beta: K.layernorm_forward(x, gamma, beta)[0],
         np_bwd,
         lambda x, gamma, beta: F.layer_norm(x, norm_shape, gamma, beta, eps=1e-5),
@@ -250,19 +250,19 @@ ACTIVATIONS: list[tuple[str, Any, Any, Any]] = [
 def test_activation(name: str, fwd: Any, bwd: Any, t_fwd: Any, rng: np.random.Generator) -> None:
     x = rng.uniform(-5, 5, (4, 6))
     x = np.where(np.abs(x) < 1e-2, 0.5, x)
-    compare(fwd, lambda g, x: {"x": bwd(g, x)}, t_fwd, {"x": x})
+    assert_matches_torch(fwd, lambda g, x: {"x": bwd(g, x)}, t_fwd, {"x": x})
 
 
 @pytest.mark.parametrize("axis", [0, -1])
 def test_softmax_log_softmax(axis: int, rng: np.random.Generator) -> None:
     x = rng.standard_normal((3, 4, 5)) * 3
-    compare(
+    assert_matches_torch(
         lambda x: K.softmax_forward(x, axis),
         lambda g, x: {"x": K.softmax_backward(g, K.softmax_forward(x, axis), axis)},
         lambda x: torch.softmax(x, axis),
         {"x": x},
     )
-    compare(
+    assert_matches_torch(
         lambda x: K.log_softmax_forward(x, axis),
         lambda g, x: {"x": K.log_softmax_backward(g, K.log_softmax_forward(x, axis), axis)},
         lambda x: torch.log_softmax(x, axis),
@@ -272,7 +272,7 @@ def test_softmax_log_softmax(axis: int, rng: np.random.Generator) -> None:
 
 def test_losses(rng: np.random.Generator) -> None:
     labels = rng.integers(0, 5, (2, 3))
-    compare(
+    assert_matches_torch(
         lambda logits: K.softmax_cross_entropy(logits, labels)[0],
         lambda g, logits: {"logits": K.softmax_cross_entropy(logits, labels, grad_loss=g)[1]},
         lambda logits: F.cross_entropy(logits.reshape(-1, 5), torch.tensor(labels.reshape(-1))),
@@ -283,7 +283,7 @@ def test_losses(rng: np.random.Generator) -> None:
         dp, dt = K.mse_loss_backward(pred, target, grad_loss=g)
         return {"pred": dp, "target": dt}
 
-    compare(
+    assert_matches_torch(
         K.mse_loss_forward,
         mse_bwd,
         lambda pred, target: F.mse_loss(pred, target),
@@ -337,7 +337,7 @@ def test_multi_head_attention(
         merged = heads_out.transpose(1, 2).reshape(2, sq, d)
         return merged @ p["wo"] + p.get("bo", 0)
 
-    compare(np_fwd, np_bwd, t_fwd, inputs)
+    assert_matches_torch(np_fwd, np_bwd, t_fwd, inputs)
 
 
 def test_sdpa_with_boolean_mask(rng: np.random.Generator) -> None:
@@ -349,7 +349,7 @@ def test_sdpa_with_boolean_mask(rng: np.random.Generator) -> None:
         dq, dk, dv = K.sdpa_backward(g, q, k, v, probs)
         return {"q": dq, "k": dk, "v": dv}
 
-    compare(
+    assert_matches_torch(
         lambda q, k, v: K.sdpa_forward(q, k, v, mask=keep)[0],
         np_bwd,
         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=torch.tensor(keep)),
@@ -373,15 +373,15 @@ def test_elementwise_and_movement(rng: np.random.Generator) -> None:
     def mm_bwd(g: Array, a: Array, b: Array) -> Mapping[str, Array]:
         return dict(zip("ab", K.matmul_backward(g, a, b), strict=True))
 
-    compare(K.add_forward, add_bwd, lambda a, b: a + b, ab)
-    compare(K.mul_forward, mul_bwd, lambda a, b: a * b, ab)
-    compare(
+    assert_matches_torch(K.add_forward, add_bwd, lambda a, b: a + b, ab)
+    assert_matches_torch(K.mul_forward, mul_bwd, lambda a, b: a * b, ab)
+    assert_matches_torch(
         K.matmul_forward,
         mm_bwd,
         lambda a, b: a @ b,
         {"a": rng.standard_normal((2, 1, 3, 4)), "b": rng.standard_normal((5, 4, 2))},
     )
-    compare(
+    assert_matches_torch(
         lambda a, b: K.concat_forward([a, b], axis=1),
         lambda g, a, b: dict(
             zip("ab", K.concat_backward(g, [a.shape[1], b.shape[1]], axis=1), strict=True)
@@ -389,7 +389,7 @@ def test_elementwise_and_movement(rng: np.random.Generator) -> None:
         lambda a, b: torch.cat([a, b], dim=1),
         {"a": rng.standard_normal((2, 3)), "b": rng.standard_normal((2, 4))},
     )
-    compare(
+    assert_matches_torch(
         lambda x: K.transpose_forward(x, (2, 0, 1)),
         lambda g, x: {"x": K.transpose_backward(g, (2, 0, 1))},
         lambda x: x.permute(2, 0, 1),
@@ -399,7 +399,7 @@ def test_elementwise_and_movement(rng: np.random.Generator) -> None:
 
 def test_embedding(rng: np.random.Generator) -> None:
     ids = np.array([[0, 3, 3], [1, 0, 4]])
-    compare(
+    assert_matches_torch(
         lambda table: K.embedding_forward(table, ids),
         lambda g, table: {"table": K.embedding_backward(g, ids, table.shape[0])},
         lambda table: F.embedding(torch.tensor(ids), table),

@@ -9,6 +9,7 @@ import pytest
 import z3
 
 from crane.cost.placement import Mesh
+from crane.dialects.segment_tables import ScT, is_active
 from crane.hardware.machine import DramPort, Machine
 from crane.mapping.from_schedule import block_problem
 from crane.mapping.heuristic import place, snake_paths
@@ -29,7 +30,6 @@ from crane.mapping.legality import (
 )
 from crane.mapping.problem import BlockProblem, Mapping
 from crane.mapping.search import search
-from crane.schedule.tables import ScT, is_active
 from crane.solve.smt import NamedSolver
 
 MESH2 = Machine.edge().with_changes(name="m2", rows=2, cols=2,

@@ -113,3 +113,64 @@ def test_onnx_options_need_onnx_input(tmp_path: Path, capsys: pytest.CaptureFixt
     assert capsys.readouterr().err.strip() == "crane-opt: error: --onnx-batch applies to ONNX input only"
     assert run.main([str(tmp_path / "missing.onnx")]) == 2
     assert "crane-run: error: cannot read input file" in capsys.readouterr().err
+
+
+def _malformed() -> dict[str, onnx.ModelProto]:
+    """Models the tools must reject with exit 1 and located messages, never a traceback."""
+    cases: dict[str, onnx.ModelProto] = {}
+    no_outputs = _cnn()
+    del no_outputs.graph.output[:]
+    cases["no outputs"] = no_outputs
+    zero = _cnn()
+    zero.graph.input[0].type.tensor_type.shape.dim[2].dim_value = 0
+    cases["zero dimension"] = zero
+    cycle = _cnn()
+    cycle.graph.node[0].input[0] = "relu"
+    cases["cycle"] = cycle
+    unknown = _cnn()
+    unknown.graph.node[2].op_type = "Selu"
+    unknown.graph.node[3].op_type = "Mish"
+    cases["unknown ops"] = unknown
+    bad_data = _cnn()
+    bad_data.graph.initializer[0].raw_data = b"\0" * 7
+    cases["initializer data"] = bad_data
+    return cases
+
+
+@pytest.mark.parametrize("case", list(_malformed()))
+def test_malformed_models_exit_1_with_located_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     case: str) -> None:
+    path = tmp_path / "bad.onnx"
+    onnx.save(_malformed()[case], path)
+    for main in (opt.main, run.main):
+        assert main([str(path)]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith((f"{path}:", f"error: {path}:")) and "Traceback" not in err, err
+        assert "internal error" not in err
+
+
+def test_every_unknown_op_is_reported_by_the_tool(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "bad.onnx"
+    onnx.save(_malformed()["unknown ops"], path)
+    assert opt.main([str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "node 'relu' (Selu)" in err and "node 'pool' (Mish)" in err
+
+
+def test_outputs_keep_their_onnx_names_by_the_documented_rule(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Legal IR names stay (``output.1``, ``1st``); other characters become ``_``
+    (``a/b``); a name of digits only gets a ``v`` (``117``), as docs/onnx.md says."""
+    g = Graph("names")
+    for name in ("117", "output.1", "a/b", "1st"):
+        g.op("Relu", ["x"], name=name)
+    model = g.model([tensor("x", [2, 3])], [tensor(n, None) for n in ("117", "output.1", "a/b", "1st")])
+    path, saved = tmp_path / "names.onnx", tmp_path / "out"
+    onnx.save(model, path)
+    assert run.main([str(path), "--save", str(saved)]) == 0
+    assert sorted(p.name for p in saved.iterdir()) == ["1st.npy", "a_b.npy", "output.1.npy", "v117.npy"]
+    ir = tmp_path / "names.mlir"
+    assert opt.main([str(path), "-o", str(ir)]) == 0
+    capsys.readouterr()
+    assert run.main([str(ir), "--save", str(tmp_path / "again")]) == 0  # the names survive printing
+    assert sorted(p.name for p in (tmp_path / "again").iterdir()) == sorted(p.name for p in saved.iterdir())

@@ -93,8 +93,16 @@ def test_unknown_machine() -> None:
 
 def test_invalid_model_is_reported_by_the_checker() -> None:
     model = _model(lambda g, x: g.op("Relu", [x]))
+    model.graph.node[0].attribute.append(helper.make_attribute("bogus", 1))
+    message = _error(model)
+    assert message.startswith("error: m.onnx: invalid ONNX model: ") and "bogus" in message, message
+
+
+def test_an_undefined_input_names_the_node_and_the_tensor() -> None:
+    model = _model(lambda g, x: g.op("Relu", [x]))
     model.graph.node[0].input[0] = "nowhere"
-    assert _error(model).startswith("error: m.onnx: invalid ONNX model: ")
+    assert _error(model) == ("m.onnx:1:1: error: node 'relu_1' (Relu) reads 'nowhere', which no graph "
+                             "input, initializer or node defines")
 
 
 def test_declared_output_shape_is_checked() -> None:
@@ -118,11 +126,11 @@ SEMANTIC: dict[str, tuple[Callable[[Graph, str], str], int, str]] = {
                                   "node 'div' (Div): division by an activation has no graph op"),
     "activation kernel": (lambda g, x: g.op("Conv", [x, g.op("Relu", [x])], name="conv"), 17,
                           "node 'conv' (Conv): the kernel ('relu_1') must be a constant"),
-    "relu6": (lambda g, x: g.op("Clip", [x, g.const(0.0), g.const(6.0)], name="clip"), 17,
-              "node 'clip' (Clip): Clip(min=0.0, max=6.0) has no graph op"),
-    "strided slice": (lambda g, x: g.op("Slice", [x, g.const([0], np.int64), g.const([4], np.int64),
-                                                  g.const([2], np.int64), g.const([2], np.int64)], name="cut"), 17,
-                      "node 'cut' (Slice): steps=[2]: Crane's slice takes unit steps only"),
+    "clip to [-1, 1]": (lambda g, x: g.op("Clip", [x, g.const(-1.0), g.const(1.0)], name="clip"), 17,
+                        "node 'clip' (Clip): Clip(min=-1.0, max=1.0) has no graph op"),
+    "reversed slice": (lambda g, x: g.op("Slice", [x, g.const([4], np.int64), g.const([0], np.int64),
+                                                   g.const([2], np.int64), g.const([-1], np.int64)], name="cut"), 17,
+                       "node 'cut' (Slice): steps=[-1]: Crane imports slices with positive steps only"),
     "layernorm over two axes": (lambda g, x: g.op("LayerNormalization", [x, g.init("s", np.ones((6, 6), np.float32))],
                                                   name="ln", axis=-2), 17,
                                 "normalises from axis -2 of a rank-4 input"),
@@ -154,3 +162,125 @@ def test_a_recognised_pattern_is_reported_under_its_nodes() -> None:
 def test_weights_are_returned_for_the_interpreter() -> None:
     imported = import_onnx_with_weights(_model(lambda g, x: g.op("Mul", [x, g.init("k", np.full(6, 2, np.float32))])))
     assert list(imported.weights) == ["k"] and imported.weights["k"].dtype == np.float32
+
+
+def _errors(source: object, **options: object) -> list[str]:
+    with pytest.raises(DiagnosticError) as caught:
+        import_onnx(source, filename="m.onnx", **options)  # type: ignore[arg-type]
+    return [render(d) for d in caught.value.diagnostics]
+
+
+def test_every_unsupported_node_is_reported_at_once() -> None:
+    def build(g: Graph, x: str) -> str:
+        y = g.op("LeakyRelu", [g.op("Relu", [x])], name="leaky1")
+        z = g.op("Add", [y, g.op("Round", [x], name="round")], name="add")
+        return g.op("LeakyRelu", [g.op("Relu", [z])], name="leaky2")
+    assert _errors(_model(build)) == [
+        "m.onnx:2:1: error: node 'leaky1' (LeakyRelu): unsupported ONNX operator 'LeakyRelu' (see docs/onnx.md "
+        "for the operators Crane imports)",
+        "m.onnx:3:1: error: node 'round' (Round): unsupported ONNX operator 'Round' (see docs/onnx.md for the "
+        "operators Crane imports)",
+        "m.onnx:6:1: error: node 'leaky2' (LeakyRelu): unsupported ONNX operator 'LeakyRelu' (see docs/onnx.md "
+        "for the operators Crane imports)",
+    ]
+
+
+def test_every_unsupported_clip_of_a_chain_is_reported() -> None:
+    def build(g: Graph, x: str) -> str:
+        for k in range(3):
+            x = g.op("Clip", [g.op("Relu", [x]), g.const(-1.0), g.const(1.0)], name=f"clip{k}")
+        return x
+    messages = _errors(_model(build))
+    assert [m.split("error: ")[1].split(":")[0] for m in messages] == [f"node 'clip{k}' (Clip)" for k in range(3)]
+    assert all("Clip(min=-1.0, max=1.0) has no graph op" in m for m in messages)
+
+
+@pytest.mark.parametrize("size", [0, -3])
+def test_zero_or_negative_input_dimensions(size: int) -> None:
+    message = _error(_model(lambda g, x: g.op("Relu", [x]), shape=[2, size, 6, 6]))
+    assert message == (f"error: m.onnx: dimension 1 of graph input 'x' has size {size}; Crane needs every "
+                       f"dimension to be at least 1")
+
+
+def test_zero_output_dimension() -> None:
+    g = Graph("bad")
+    g.op("Relu", ["x"], name="y")
+    message = _error(g.model([tensor("x", [2, 3])], [tensor("y", [2, 0])]))
+    assert message == ("error: m.onnx: dimension 1 of graph output 'y' has size 0; Crane needs every dimension "
+                       "to be at least 1")
+
+
+def test_a_dimension_with_neither_size_nor_name() -> None:
+    model = _model(lambda g, x: g.op("Relu", [x]))
+    model.graph.input[0].type.tensor_type.shape.dim[2].Clear()
+    assert _error(model) == ("error: m.onnx: dimension 2 of graph input 'x' has neither a size nor a name; "
+                             "export the model with static shapes")
+
+
+def test_a_model_without_outputs() -> None:
+    g = Graph("bad")
+    g.op("Relu", ["x"], name="y")
+    assert _error(g.model([tensor("x", [2, 3])], [])) == ("error: m.onnx: the graph has no outputs; Crane needs "
+                                                          "at least one computed output")
+
+
+def _chain(order: list[int], edges: list[tuple[str, str, str]]) -> onnx.ModelProto:
+    nodes = [helper.make_node("Relu" if len(i.split(",")) == 1 else "Add", i.split(","), [o], name=n)
+             for n, i, o in edges]
+    graph = helper.make_graph([nodes[k] for k in order], "g", [tensor("x", [2, 3])], [tensor("y", None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def test_a_cycle_names_its_nodes() -> None:
+    model = _chain([0, 1, 2], [("n1", "x,b", "a"), ("n2", "a", "b"), ("n3", "a", "y")])
+    assert _error(model) == "m.onnx:1:1: error: nodes 'n1' (Add) -> 'n2' (Relu) -> 'n1' (Add) form a cycle"
+
+
+def test_a_node_reading_its_own_output() -> None:
+    model = _chain([0, 1], [("self", "x,a", "a"), ("out", "a", "y")])
+    assert _error(model) == "m.onnx:1:1: error: node 'self' (Add) reads its own output: a cycle"
+
+
+def test_nodes_out_of_order_are_imported_in_a_topological_order() -> None:
+    model = _chain([2, 0, 1], [("n1", "x", "a"), ("n2", "a", "b"), ("n3", "b", "y")])
+    assert "graph.relu" in print_op(import_onnx(model))
+    model.graph.node[0].input[0] = "nowhere"
+    assert _error(model) == ("m.onnx:1:1: error: node 'n3' (Relu) reads 'nowhere', which no graph input, "
+                             "initializer or node defines")
+
+
+def _with_initializer(tensor_proto: onnx.TensorProto) -> onnx.ModelProto:
+    g = Graph("bad")
+    g.op("Add", ["x", tensor_proto.name], name="y")
+    model = g.model([tensor("x", [2, 3])], [tensor("y", None)])
+    model.graph.initializer.append(tensor_proto)
+    return model
+
+
+def _raw(data_type: int, data: bytes) -> onnx.TensorProto:
+    proto = onnx.TensorProto()
+    proto.name, proto.data_type, proto.raw_data = "w", data_type, data
+    proto.dims.extend([2, 3])
+    return proto
+
+
+@pytest.mark.parametrize("proto,expected", [
+    (_raw(TensorProto.FLOAT, b"\0" * 32), "error: m.onnx: initializer 'w' (FLOAT, shape [2, 3]) holds data that "
+                                          "does not match its type and shape: cannot reshape array of size 8"),
+    (_raw(99, b"\0" * 24), "error: m.onnx: initializer 'w' has data_type 99, which is no ONNX element type"),
+    (_raw(TensorProto.FLOAT, b"\0" * 3), "error: m.onnx: invalid ONNX model: TensorProto (tensor name: w) "
+                                         "raw_data size (3 bytes) is too small"),
+])
+def test_an_initializer_whose_data_disagrees_with_its_type(proto: onnx.TensorProto, expected: str) -> None:
+    assert _error(_with_initializer(proto)).startswith(expected)
+
+
+def test_a_constant_attribute_whose_data_disagrees_with_its_type() -> None:
+    g = Graph("bad")
+    g.nodes.append(helper.make_node("Constant", [], ["c"], name="const", value=_raw(TensorProto.FLOAT, b"\0" * 32)))
+    g.op("Add", ["x", "c"], name="y")
+    message = _error(g.model([tensor("x", [2, 3])], [tensor("y", None)]))
+    assert message.startswith("m.onnx:1:1: error: node 'const' (Constant): the tensor of attribute 'value' "
+                              "(FLOAT, shape [2, 3]) holds data that does not match its type and shape"), message

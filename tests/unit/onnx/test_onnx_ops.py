@@ -187,7 +187,9 @@ ARITHMETIC: dict[str, tuple[Build, str]] = {
     "const-sub-x": (lambda g, x: g.op("Sub", [g.param("c", (9,), 1.0), x]), "add"),
     "x-sub-x": (lambda g, x: g.op("Sub", [x, g.op("Relu", [x])]), "add"),
     "div-const": (lambda g, x: g.op("Div", [x, g.const(7.0)]), "mul"),
-    "mul-x-sigmoid": (lambda g, x: g.op("Mul", [x, g.op("Sigmoid", [x])]), "mul"),
+    "silu": (lambda g, x: g.op("Mul", [x, g.op("Sigmoid", [x])]), "silu"),
+    "silu-swapped": (lambda g, x: g.op("Mul", [g.op("Sigmoid", [x]), x]), "silu"),
+    "mul-x-sigmoid-of-another": (lambda g, x: g.op("Mul", [x, g.op("Sigmoid", [g.op("Relu", [x])])]), "mul"),
 }
 
 

@@ -6,12 +6,12 @@ import math
 
 import pytest
 
+from crane.cost.workload import Workload
 from crane.hardware.machine import Machine
 from crane.schedule.builders import chain, diamond, residual_block, transformer_block
 from crane.schedule.objective import Objective
 from crane.schedule.policies import POLICIES, crane_solver, schedule
 from crane.schedule.search import reevaluate
-from crane.schedule.workload import Workload
 
 EDGE = Machine.edge()
 NETS = [chain(4), diamond(), residual_block(width=32, size=28), transformer_block(128, 64, 2)]

@@ -6,16 +6,16 @@ import math
 
 import pytest
 
+from crane.cost.workload import Workload
+from crane.dialects.segment_checks import check_tables
 from crane.hardware.machine import Machine
 from crane.schedule import canonical, exhaustive
 from crane.schedule.block import Block
 from crane.schedule.builders import chain, diamond, transformer_block
-from crane.schedule.checks import check_tables
 from crane.schedule.evaluate import Plan, activation_capacity, evaluate, tables_of
 from crane.schedule.formulate import formulate
 from crane.schedule.objective import Objective
 from crane.schedule.pareto import sweep
-from crane.schedule.workload import Workload
 
 EDGE = Machine.edge()
 OBJECTIVES = [Objective.parse(t) for t in ("edp", "latency", "energy", "L^2 E^1")]

@@ -6,14 +6,14 @@ from dataclasses import replace
 
 import pytest
 
+from crane.dialects import segment_checks as checks
+from crane.dialects.segment_checks import check_tables, check_training
+from crane.dialects.segment_tables import MeT, ScT, Tables, grid
 from crane.hardware.machine import Machine
-from crane.schedule import checks
 from crane.schedule.block import Block
 from crane.schedule.builders import chain
-from crane.schedule.checks import check_tables, check_training
 from crane.schedule.evaluate import Plan, tables_of
 from crane.schedule.options import state_options
-from crane.schedule.tables import MeT, ScT, Tables, grid
 
 EDGE = Machine.edge()
 

@@ -7,10 +7,12 @@ import subprocess
 import sys
 
 import numpy as np
-from tile_sim_testing import ROOT
+from tile_sim_testing import ROOT, crn_func
 
+from crane.autodiff import expand_training_step, resolve_training
 from crane.dialects import default_context
 from crane.dialects.hw import MachineOp
+from crane.exec.interpreter import run_function
 from crane.exec.tile_sim.check import NOISE_FACTOR, Comparison, _reconsider, check, compare
 from crane.hardware.machine import Machine
 from crane.ir.printer import print_op
@@ -64,3 +66,25 @@ def test_an_updated_weight_may_be_written_back_in_place() -> None:
     missing = compare("w.new", new, {"v": new}, 1e-5)
     assert (missing.tensor, missing.ok) == ("", False)
     assert not compare("w.new", new, {"w": np.array([1.0, 2.1], np.float32)}, 1e-5).ok
+
+
+def test_gradients_are_judged_given_the_simulated_forward_pass() -> None:
+    from crane.exec.tile_sim.check import _activation_rows
+    _, func = crn_func(ROOT / "examples" / "tiny_resnet.crn")
+    config = resolve_training(func.attributes.get("training"), "", "", {}, 1)
+    assert config is not None
+    expand_training_step(func, config)
+    trace: dict[str, np.ndarray] = {}
+    plain = run_function(func, dtype="f64", seed=0, trace=trace)
+    name = "stem"
+    assert name in trace
+    shifted = {name: trace[name] + 0.5}
+    pinned = run_function(func, dtype="f64", seed=0, pinned=shifted)
+    # The loss is computed from the pinned activation, so it moves; the weights before the
+    # pinned layer only see the gradient that flows back through it.
+    assert not np.isclose(pinned["loss"], plain["loss"])
+    # A pinned activation farther from float64 than float32 allows is a failing row.
+    rows = _activation_rows(shifted, {name: trace[name].astype(np.float32)}, {name: trace[name]}, 1e-5)
+    assert [r.name for r in rows] == ["stem (activation)"] and not rows[0].ok
+    assert _activation_rows({name: trace[name]}, {name: trace[name].astype(np.float32)},
+                            {name: trace[name]}, 1e-5) == []

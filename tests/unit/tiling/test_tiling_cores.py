@@ -4,7 +4,13 @@ import numpy as np
 import pytest
 from tiling_testing import assert_close
 
-from crane.tiling.cores import SplitDim, spatial_grid, split_backward, split_forward, split_layer
+from crane.tiling.cores import (
+    SplitDim,
+    backward_on_cores,
+    forward_on_cores,
+    spatial_grid,
+    split_layer,
+)
 from crane.tiling.execute import init_params, untiled_backward, untiled_forward
 from crane.tiling.layers import Layer
 
@@ -30,10 +36,10 @@ def test_split_equals_whole_layer(layer: Layer, dim: SplitDim, cores: int) -> No
     works = split_layer(layer, 2, (17, 22), cores, dim)
     assert len(works) == cores
     y = untiled_forward([layer], [params], x)
-    assert_close(split_forward(layer, params, x, works), y, "output")
+    assert_close(forward_on_cores(layer, params, x, works), y, "output")
     grad_y = rng.standard_normal(y.shape).astype(np.float32)
     grad_x, grads = untiled_backward([layer], [params], x, grad_y)
-    split_gx, split_grads = split_backward(layer, params, x, grad_y, works)
+    split_gx, split_grads = backward_on_cores(layer, params, x, grad_y, works)
     assert_close(split_gx, grad_x, "input gradient")
     for got, want in zip(split_grads, grads[0], strict=True):
         assert_close(got, want, "parameter gradient")

@@ -6,7 +6,7 @@ from tiling_testing import check_segments
 
 from crane.tiling.execute import Segment, init_params, tiled_backward, tiled_forward
 from crane.tiling.layers import Layer, darknet19_trunk, vgg16_trunk
-from crane.tiling.regions import Region, grid_from_cuts
+from crane.tiling.regions import Rect, grid_from_cuts
 
 
 def test_vgg16_trunk_48_uneven_grid() -> None:
@@ -59,11 +59,11 @@ def test_explicit_uneven_cuts() -> None:
     layers = vgg16_trunk(divisor=32)[:5]
     params = init_params(layers)
     x = np.random.default_rng(3).standard_normal((1, 3, 20, 28)).astype(np.float32)
-    full = tiled_forward(layers, params, x, [Region.of(0, 10, 0, 14)])
+    full = tiled_forward(layers, params, x, [Rect.of(0, 10, 0, 14)])
     grid = grid_from_cuts(10, 14, [1, 7], [5, 6, 13])
     np.testing.assert_allclose(tiled_forward(layers, params, x, grid), full, rtol=1e-6)
     grad_y = np.ones_like(full)
-    gx_one, gw_one = tiled_backward(layers, params, x, [Region.of(0, 10, 0, 14)], grad_y)
+    gx_one, gw_one = tiled_backward(layers, params, x, [Rect.of(0, 10, 0, 14)], grad_y)
     gx, gw = tiled_backward(layers, params, x, grid, grad_y)
     np.testing.assert_allclose(gx, gx_one, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(gw[2][0], gw_one[2][0], rtol=1e-5, atol=1e-5)
@@ -87,7 +87,7 @@ def test_batch_norm_in_a_multi_tile_segment_is_refused() -> None:
     params = init_params(layers)
     x = np.zeros((1, 3, 8, 8), dtype=np.float32)
     with pytest.raises(ValueError, match="batch norm"):
-        tiled_forward(layers, params, x, [Region.of(0, 4, 0, 8), Region.of(4, 8, 0, 8)])
+        tiled_forward(layers, params, x, [Rect.of(0, 4, 0, 8), Rect.of(4, 8, 0, 8)])
 
 
 def test_bad_segment_cover_is_refused() -> None:

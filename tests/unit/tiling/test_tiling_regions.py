@@ -5,7 +5,7 @@ import pytest
 from crane.tiling.layers import Layer, Window, vgg16_trunk
 from crane.tiling.regions import (
     Interval,
-    Region,
+    Rect,
     axis_input,
     chain_regions,
     grid_from_cuts,
@@ -16,14 +16,14 @@ from crane.tiling.regions import (
 
 
 def test_same_conv_interior_tile_gets_halo_and_no_padding() -> None:
-    step = op_region(Layer.conv(1, 1, 3).window, (10, 10), Region.of(3, 6, 4, 7))
-    assert step.input == Region.of(2, 7, 3, 8)
+    step = op_region(Layer.conv(1, 1, 3).window, (10, 10), Rect.of(3, 6, 4, 7))
+    assert step.input == Rect.of(2, 7, 3, 8)
     assert step.padding == (0, 0, 0, 0)
 
 
 def test_border_tile_is_padded_only_on_the_border_side() -> None:
-    step = op_region(Layer.conv(1, 1, 3).window, (10, 10), Region.of(0, 4, 6, 10))
-    assert step.input == Region.of(0, 5, 5, 10)
+    step = op_region(Layer.conv(1, 1, 3).window, (10, 10), Rect.of(0, 4, 6, 10))
+    assert step.input == Rect.of(0, 5, 5, 10)
     assert step.padding == (1, 0, 0, 1)
 
 
@@ -48,16 +48,16 @@ def test_window_entirely_in_padding_gets_an_empty_clipped_input() -> None:
 
 def test_pool_halves_and_chain_walks_back_to_the_input() -> None:
     layers = vgg16_trunk(32)[:5]  # conv relu conv relu pool
-    steps = chain_regions(layers, (16, 16), Region.of(2, 4, 0, 8))
-    assert steps[-1].input == Region.of(4, 8, 0, 16)
-    assert steps[0].input == Region.of(2, 10, 0, 16)
+    steps = chain_regions(layers, (16, 16), Rect.of(2, 4, 0, 8))
+    assert steps[-1].input == Rect.of(4, 8, 0, 16)
+    assert steps[0].input == Rect.of(2, 10, 0, 16)
     assert steps[0].padding == (0, 0, 1, 1)
     assert [s.output for s in steps[:-1]] == [s.input for s in steps[1:]]
 
 
 def test_output_region_outside_the_tensor_is_rejected() -> None:
     with pytest.raises(ValueError, match="outside"):
-        op_region(Layer.conv(1, 1, 3).window, (8, 8), Region.of(0, 9, 0, 8))
+        op_region(Layer.conv(1, 1, 3).window, (8, 8), Rect.of(0, 9, 0, 8))
 
 
 def test_split_axis_uneven_parts() -> None:
@@ -70,7 +70,7 @@ def test_split_grid_covers_non_square_plane_disjointly() -> None:
     grid = split_grid(7, 11, 2, 3)
     assert len(grid) == 6
     assert sum(r.area for r in grid) == 77
-    assert grid[0] == Region.of(0, 4, 0, 4) and grid[-1] == Region.of(4, 7, 8, 11)
+    assert grid[0] == Rect.of(0, 4, 0, 4) and grid[-1] == Rect.of(4, 7, 8, 11)
 
 
 def test_explicit_cuts() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from crane.files import TooLarge, read_bytes
+from crane.limits.files import TooLarge, read_bytes
 from crane.tools import opt, run, sim
 
 NET = "network n {{\n  {machine}input x: f32[{batch}, 3, 16, 16];\n  y = conv2d(x, out=4, kernel=3, padding=1);\n}}\n"
@@ -140,7 +140,7 @@ def test_bad_layer_attributes_are_verifier_diagnostics(
      "energy or 'L^p E^q', got 'bogus'"),
     ("autodiff{optimizer=cores}", 20, "option 'optimizer' of pass 'autodiff' expects one of '', "
      "'sgd', 'momentum', 'adam', got 'cores'"),
-    ("tile{memory-cap=x}", 17, "option 'memory-cap' of pass 'tile' expects a size with a unit"),
+    ("spatial-tile{memory-cap=x}", 25, "option 'memory-cap' of pass 'spatial-tile' expects a size with a unit"),
     ("segment{time-limit=nan}", 20, "option 'time-limit' of pass 'segment' expects a number above 0"),
     ("alloc{alignment=3}", 17, "option 'alignment' of pass 'alloc' expects a power of two from 1 "
      "to 1048576, got '3'"),
@@ -150,7 +150,7 @@ def test_bad_layer_attributes_are_verifier_diagnostics(
     ("segment{batch=2147483648}", 15, "expects an integer from 0 to 65536, got '2147483648'"),
     ("map{search=z3 timeout=nan}", 23, "option 'timeout' of pass 'map' expects a number above 0"),
     ("map{search=z3 timeout=inf}", 23, "option 'timeout' of pass 'map' expects a number above 0"),
-    ("tile{grid=2,0}", 13, "item 2 '0' is not an integer from 1 to 4096"),
+    ("spatial-tile{grid=2,0}", 21, "item 2 '0' is not an integer from 1 to 4096"),
 ])
 def test_bad_pass_options_are_usage_errors_in_the_pipeline_text(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], pipeline: str, column: int,

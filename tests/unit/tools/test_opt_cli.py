@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crane.tools.opt import EXIT_DIAGNOSTICS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
+from crane.tools.exit_codes import EXIT_DIAGNOSTICS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
 
 OptRunner = Any  # the ``opt`` fixture of conftest.py: (args, stdin=None) -> OptResult
 

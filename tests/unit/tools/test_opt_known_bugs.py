@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from crane.tools.opt import EXIT_DIAGNOSTICS
+from crane.tools.exit_codes import EXIT_DIAGNOSTICS
 
 
 @pytest.mark.parametrize("type_text", ["tensor<1xx3xf32>", "tensor<k8xf32>", "buffer<xf32, sram>"])

@@ -7,9 +7,9 @@ import pytest
 from crane.dialects.tile import AllocOp, LoadOp, ProgramOp, StoreOp
 from crane.dialects.tile_sync import SendOp
 from crane.hardware.machine import Machine
-from crane.mapping.from_schedule import block_of
 from crane.mapping.hops import hop_bytes
 from crane.mapping.problem import Mapping
+from crane.schedule.record import block_of
 from crane.viz.mesh import mesh_dot, mesh_picture, neighbour_links, render_mesh
 from crane.viz.mesh_load import dram_split, from_schedules, mesh_load, port_tile, problem_of
 from crane.viz.source import PictureError, machine, programs, schedules, workloads

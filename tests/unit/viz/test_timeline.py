@@ -9,8 +9,9 @@ from crane.dialects.segment import ScheduleOp
 from crane.hardware.machine import Machine
 from crane.ir.attributes import ArrayAttr, StringAttr
 from crane.schedule.evaluate import evaluate, state_cost, state_latencies
+from crane.schedule.record import plan_of
 from crane.viz.source import PictureError, schedules, snake_tile, workloads
-from crane.viz.timeline import block_plan, timeline
+from crane.viz.timeline import timeline
 
 from .support import compiled
 
@@ -19,9 +20,10 @@ def test_state_latencies_add_up_to_evaluate() -> None:
     module = compiled("segment")
     target = Machine.edge()
     loads = workloads(module, target)
+    assert schedules(module) and all(s.blocks for s in schedules(module))
     for schedule in schedules(module):
         for op in schedule.blocks:
-            plan = block_plan(op, loads[schedule.func_name], target)
+            plan = plan_of(op, loads[schedule.func_name])
             assert plan is not None
             latencies = state_latencies(plan, target)
             assert sum(latencies) == pytest.approx(evaluate(plan, target).latency_cycles,

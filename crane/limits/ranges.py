@@ -1,4 +1,6 @@
-"""The ranges a pass option may declare in its type, checked by :mod:`crane.passes.options`.
+"""The ranges a value may declare: pass options in their type (checked by
+:mod:`crane.passes.options` when the pipeline is parsed), optimizer hyper-parameters
+(:mod:`crane.dialects.optimizers`). On the ground floor, so that every floor can use them.
 
     max_tiles: Annotated[int, Between(1, 4096)] = 16
     alignment: Annotated[int, PowerOfTwo(2**20)] = 64

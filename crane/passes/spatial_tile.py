@@ -1,11 +1,12 @@
-"""``tile``: segmented fused-tiled execution of spatial chains, written out in ``graph`` IR."""
+"""``spatial-tile``: segmented fused-tiled execution of spatial chains, written out in
+``graph`` IR (not to be confused with the ``tile`` dialect of per-tile programs)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated
 
 from crane.autodiff import is_training_step
 from crane.dialects.graph import FuncOp, LayerOp, WeightOp
@@ -15,13 +16,13 @@ from crane.hardware.machine import Machine
 from crane.ir.attributes import DictAttr, IntAttr, StringAttr
 from crane.ir.core import Operation
 from crane.ir.types import TensorType
+from crane.limits.ranges import Between, Checked
 from crane.passes.context import PassContext
-from crane.passes.option_ranges import Between, Checked
 from crane.passes.pass_base import Pass
 from crane.tiling.chains import Chain, find_chains
 from crane.tiling.memory import CostModel, MemoryModel
 from crane.tiling.plan import GIB, NoPlanFitsError, Plan, Planner
-from crane.tiling.regions import Region, split_grid
+from crane.tiling.regions import Rect, split_grid
 from crane.tiling.rewrite import TileError, check_grid, rewrite_segment
 
 PLAN_ATTR = "tile_plan"
@@ -126,19 +127,18 @@ def _element_bytes(chain: Chain) -> int:
 
 
 @dataclass(frozen=True)
-class Tile(Pass):
+class SpatialTile(Pass):
     """Split spatial chains into tiles computed patch by patch (segmented fused tiling).
 
-    ``mode=spatial`` (the only mode so far; a mode splitting one layer over cores is
-    planned). The pass finds the *chains* of each ``graph.func``
-    (:mod:`crane.tiling.chains`): paths of ``conv2d``, ``max_pool2d`` / ``avg_pool2d``
-    (no ``ceil_mode``) and elementwise ``relu`` / ``gelu`` / ``silu`` / ``sigmoid`` /
-    ``tanh`` ops on NCHW tensors, each feeding only the next. Those are the ops whose
-    output pixel reads a bounded window of the same sample, so a patch of the output
-    needs only a patch (plus halo) of the input. Everything else ends a chain: batch norm
-    (training statistics span the whole image), layer norm and softmax (normalise along an
-    axis), linear, matmul, flatten and reshape (mix all positions), dropout (one mask for
-    the whole tensor), add/mul (a second input) and global pooling.
+    The pass finds the *chains* of each ``graph.func`` (:mod:`crane.tiling.chains`): paths
+    of ``conv2d``, ``max_pool2d`` / ``avg_pool2d`` (no ``ceil_mode``) and activations
+    (``relu``, ``gelu``, ... every kind declared pointwise) on NCHW tensors, each feeding
+    only the next. Those are the ops whose output pixel reads a bounded window of the same
+    sample, so a patch of the output needs only a patch (plus halo) of the input.
+    Everything else ends a chain: batch norm (training statistics span the whole image),
+    layer norm and softmax (normalise along an axis), linear, matmul, flatten and reshape
+    (mix all positions), dropout (one mask for the whole tensor), add/mul (a second input)
+    and global pooling; each kind says why (``LayerKind.tiling``).
 
     A chain is cut into *segments*; a segment's output H x W is split into a grid (sizes
     within one of each other, so 10 rows on 3 tiles are 4, 3, 3). For each tile the pass
@@ -152,8 +152,8 @@ class Tile(Pass):
 
     Choice of segments and grids:
 
-    * explicit: ``tile{grid=2,3}`` tiles every chain as one segment on 2 x 3 tiles;
-      ``tile{segments=5,4 grid=4,4,2,2}`` cuts the first chain(s) into segments of 5 and
+    * explicit: ``spatial-tile{grid=2,3}`` tiles every chain as one segment on 2 x 3 tiles;
+      ``spatial-tile{segments=5,4 grid=4,4,2,2}`` cuts the first chain(s) into segments of 5 and
       4 ops (a segment may not cross a chain's end), with one rows,cols pair per segment;
     * automatic (no ``grid``): per chain, :class:`crane.tiling.plan.Planner` picks the
       fastest segmentation and grids whose predicted training peak (a PyTorch-style
@@ -168,12 +168,10 @@ class Tile(Pass):
     Run it before ``autodiff``. Statistics: ``segments``, ``tiles``, ``ops added``.
     """
 
-    name = "tile"
+    name = "spatial-tile"
     summary = "split conv/pool chains into halo'd spatial tiles recomputed in backward"
     anchor = "graph.func"
 
-    mode: Literal["spatial"] = "spatial"
-    """spatial: split chains into tiles of H x W (a cores mode is to come)."""
     grid: tuple[Annotated[int, Between(1, 4096)], ...] = ()
     """rows,cols of every segment's tile grid, or one rows,cols pair per segment; empty: automatic."""
     segments: tuple[Annotated[int, Between(1, 1_000_000)], ...] = ()
@@ -188,20 +186,12 @@ class Tile(Pass):
 
     def run(self, op: Operation, ctx: PassContext) -> None:
         if not isinstance(op, FuncOp):
-            ctx.mark_all_preserved()
             return
         if is_training_step(op):
-            ctx.emit_error(op, "tile runs on forward networks: put it before autodiff")
+            ctx.emit_error(op, "spatial-tile runs on forward networks: put it before autodiff")
             return
-        # One method per mode; a mode splitting layers over cores would add its own.
-        modes = {"spatial": self._spatial}
-        modes[self.mode](op, ctx)
-
-    def _spatial(self, op: FuncOp, ctx: PassContext) -> None:
-        """Split the function's chains into spatial tiles."""
         chains = find_chains(op)
         if not chains:
-            ctx.mark_all_preserved()
             return
         try:
             specs = self._choose(op, chains, ctx)
@@ -258,7 +248,7 @@ class Tile(Pass):
         return machine.dram_capacity_bytes
 
     def _apply(self, specs: list[SegmentSpec], ctx: PassContext) -> None:
-        grids: list[tuple[Region, ...]] = []
+        grids: list[tuple[Rect, ...]] = []
         for spec in specs:
             out_hw = spec.chain.hw(spec.stop)
             try:

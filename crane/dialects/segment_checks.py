@@ -17,7 +17,7 @@ import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from crane.schedule.tables import Tables, is_active, num_states
+from crane.dialects.segment_tables import Tables, is_active, num_states
 
 NONNEG = "ScT.integral_nonnegative(Eq.1)"
 NOT_STARTED = "ScT.not_started(Eq.2)"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tile_testing import (
+from spatial_tile_testing import (
     assert_same,
     check_tiling,
     darknet19_trunk_crn,
@@ -33,7 +33,7 @@ from crane.ir.parser import parse_ops
 from crane.ir.printer import print_op
 from crane.ir.verifier import verify
 from crane.passes.options import OptionValueError
-from crane.passes.tile import Tile, parse_size, rest_bytes
+from crane.passes.spatial_tile import SpatialTile, parse_size, rest_bytes
 from crane.tiling.chains import find_chains
 from crane.tiling.memory import CostModel, MemoryModel
 from crane.tiling.plan import Planner
@@ -98,10 +98,10 @@ def _ops(module: object, name: str) -> list[LayerOp]:
 
 
 @pytest.mark.parametrize(("hw", "tile"), [
-    ((64, 64), Tile(segments=(10, 21), grid=(3, 2, 2, 1))),
-    ((96, 160), Tile(grid=(2, 3))),
+    ((64, 64), SpatialTile(segments=(10, 21), grid=(3, 2, 2, 1))),
+    ((96, 160), SpatialTile(grid=(2, 3))),
 ], ids=["64x64-two-segments-uneven", "96x160-one-segment"])
-def test_vgg16_trunk_tiled_equals_untiled(hw: tuple[int, int], tile: Tile) -> None:
+def test_vgg16_trunk_tiled_equals_untiled(hw: tuple[int, int], tile: SpatialTile) -> None:
     text = vgg16_trunk_crn(hw)
     check_tiling(text, tile)
 
@@ -109,28 +109,28 @@ def test_vgg16_trunk_tiled_equals_untiled(hw: tuple[int, int], tile: Tile) -> No
 def test_darknet19_trunk_tiled_equals_untiled() -> None:
     # 64x64: the first 8 ops end at 8x8 (3 uneven rows, 2 columns), the rest at 2x2.
     text = darknet19_trunk_crn((64, 64))
-    tile = Tile(segments=(8, 16), grid=(3, 2, 2, 2))
+    tile = SpatialTile(segments=(8, 16), grid=(3, 2, 2, 2))
     check_tiling(text, tile)
 
 
 def test_darknet19_trunk_non_square() -> None:
     text = darknet19_trunk_crn((96, 160))
-    check_tiling(text, Tile(segments=(8,), grid=(4, 3)))
+    check_tiling(text, SpatialTile(segments=(8,), grid=(4, 3)))
 
 
 @pytest.mark.parametrize("grid", [(3, 4), (2, 3), (1, 4), (3, 1)])
 def test_strided_dilated_padded_chain(grid: tuple[int, int]) -> None:
-    check_tiling(STRIDED, Tile(grid=grid))
+    check_tiling(STRIDED, SpatialTile(grid=grid))
 
 
 @pytest.mark.parametrize("grid", [(2, 2), (3, 2)])
 def test_grouped_and_depthwise_convs(grid: tuple[int, int]) -> None:
-    check_tiling(GROUPED, Tile(grid=grid))
+    check_tiling(GROUPED, SpatialTile(grid=grid))
 
 
 def test_patches_get_padding_only_at_true_borders() -> None:
     module = module_of(vgg16_trunk_crn((32, 32)))
-    assert not errors(run_tile(module, Tile(segments=(2,), grid=(3, 3))))
+    assert not errors(run_tile(module, SpatialTile(segments=(2,), grid=(3, 3))))
     convs = [op for op in _ops(module, "conv2d") if "tile" in op.attributes]
     paddings: dict[tuple[int, int], tuple[int, ...]] = {}
     for conv in convs:
@@ -150,9 +150,9 @@ def test_chains_end_at_batchnorm_and_linear() -> None:
     module = module_of(MIXED)
     chains = find_chains(func_of(module))
     assert [[op.kind.name for op in c.ops] for c in chains] == [["conv2d"], ["relu", "conv2d", "max_pool2d"]]
-    assert not errors(run_tile(module, Tile(segments=(1, 3), grid=(2, 2, 2, 2))))
+    assert not errors(run_tile(module, SpatialTile(segments=(1, 3), grid=(2, 2, 2, 2))))
     assert len(_ops(module, "batchnorm")) == 1 and len(_ops(module, "linear")) == 1
-    check_tiling(MIXED, Tile(segments=(1, 3), grid=(2, 2, 2, 2)))
+    check_tiling(MIXED, SpatialTile(segments=(1, 3), grid=(2, 2, 2, 2)))
 
 
 def test_backward_recomputes_patches_and_keeps_less() -> None:
@@ -160,7 +160,7 @@ def test_backward_recomputes_patches_and_keeps_less() -> None:
     steps = {}
     for recompute in (True, False):
         module = module_of(text)
-        assert not errors(run_tile(module, Tile(grid=(2, 2), recompute=recompute)))
+        assert not errors(run_tile(module, SpatialTile(grid=(2, 2), recompute=recompute)))
         steps[recompute] = gradient_step(func_of(module))
     step = steps[True]
     ops = list(step.body.ops)
@@ -181,7 +181,7 @@ def test_backward_recomputes_patches_and_keeps_less() -> None:
 
 def test_printed_tiled_ir_reparses_and_runs_the_same() -> None:
     module = module_of(STRIDED)
-    assert not errors(run_tile(module, Tile(grid=(3, 2))))
+    assert not errors(run_tile(module, SpatialTile(grid=(3, 2))))
     text = print_op(module)
     again = parse_ops(default_context(), text, "tiled.mlir")
     assert len(again) == 1 and print_op(again[0]) == text
@@ -193,14 +193,14 @@ def test_printed_tiled_ir_reparses_and_runs_the_same() -> None:
 
 def test_automatic_plan_tiles_vgg16_at_20480_within_11gb() -> None:
     module = module_of(vgg16_trunk_crn((20480, 20480), divisor=1))
-    ctx = run_tile(module, Tile(memory_cap="11GB"))
+    ctx = run_tile(module, SpatialTile(memory_cap="11GB"))
     assert not errors(ctx), errors(ctx)
     func = func_of(module)
     plan = func.attributes["tile_plan"]
     assert isinstance(plan, DictAttr)
     peak, cap = plan.get("predicted_peak_bytes"), plan.get("memory_cap_bytes")
     assert isinstance(peak, IntAttr) and isinstance(cap, IntAttr) and peak.value <= cap.value == 11 * 10**9
-    assert ctx.statistics["tile"]["tiles"] > 1
+    assert ctx.statistics["spatial-tile"]["tiles"] > 1
     # The pass applies exactly what the planner chose for this chain.
     chain = find_chains(func_of(module_of(vgg16_trunk_crn((20480, 20480), divisor=1))))[0]
     planner = Planner(chain.layers, chain.hw(0), MemoryModel(), COST)
@@ -212,7 +212,7 @@ def test_automatic_plan_tiles_vgg16_at_20480_within_11gb() -> None:
 def test_machine_capacity_is_the_default_cap() -> None:
     text = SHORT.replace("HW", "512, 512").replace("{\n", "{\n  machine gpu11;\n", 1)
     module = module_of(text)
-    assert not errors(run_tile(module, Tile()))
+    assert not errors(run_tile(module, SpatialTile()))
     plan = func_of(module).attributes["tile_plan"]
     assert isinstance(plan, DictAttr) and plan.get("memory_cap_bytes") == IntAttr(11 * 10**9)
 
@@ -221,7 +221,7 @@ def test_the_plan_counts_the_batch() -> None:
     peaks = []
     for batch in (1, 2):
         module = module_of(SHORT.replace("1, 3, HW", f"{batch}, 3, 2048, 2048"))
-        assert not errors(run_tile(module, Tile(memory_cap="1TB")))
+        assert not errors(run_tile(module, SpatialTile(memory_cap="1TB")))
         plan = func_of(module).attributes["tile_plan"]
         assert isinstance(plan, DictAttr)
         peak = plan.get("predicted_peak_bytes")
@@ -237,7 +237,7 @@ def test_the_plan_counts_the_batch() -> None:
 def test_too_small_a_cap_names_the_smallest_memory() -> None:
     module = module_of(SHORT.replace("HW", "512, 512"))
     func = func_of(module)
-    ctx = run_tile(module, Tile(memory_cap="0.6GB"))
+    ctx = run_tile(module, SpatialTile(memory_cap="0.6GB"))
     chain = find_chains(func)[0]
     planner = Planner(chain.layers, chain.hw(0), MemoryModel(), COST)
     smallest = planner.minimum_bytes() + rest_bytes(func, chain, 1)
@@ -246,18 +246,18 @@ def test_too_small_a_cap_names_the_smallest_memory() -> None:
     # The function is left as it was.
     assert "tile_plan" not in func.attributes and not _ops(module, "slice")
     # And a cap of exactly that size fits.
-    assert not errors(run_tile(module, Tile(memory_cap=f"{smallest}B")))
+    assert not errors(run_tile(module, SpatialTile(memory_cap=f"{smallest}B")))
     assert _ops(module, "slice")
 
 
 @pytest.mark.parametrize(("tile", "message"), [
-    (Tile(grid=(2, 2, 2)), "grid= needs one rows,cols pair for all segments or one per segment (1)"),
-    (Tile(grid=(9, 2)), "cannot tile this segment's output: cannot split an extent of 3 into 9"),
-    (Tile(segments=(4, 9), grid=(2, 2)), "a segment of 9 ops does not fit the chain"),
-    (Tile(segments=(4,)), "segments= needs grid="),
-    (Tile(), "no memory cap: the module names no machine"),
+    (SpatialTile(grid=(2, 2, 2)), "grid= needs one rows,cols pair for all segments or one per segment (1)"),
+    (SpatialTile(grid=(9, 2)), "cannot tile this segment's output: cannot split an extent of 3 into 9"),
+    (SpatialTile(segments=(4, 9), grid=(2, 2)), "a segment of 9 ops does not fit the chain"),
+    (SpatialTile(segments=(4,)), "segments= needs grid="),
+    (SpatialTile(), "no memory cap: the module names no machine"),
 ])
-def test_bad_options_are_reported(tile: Tile, message: str) -> None:
+def test_bad_options_are_reported(tile: SpatialTile, message: str) -> None:
     module = module_of(STRIDED)
     before = print_op(module)
     found = errors(run_tile(module, tile))
@@ -271,23 +271,23 @@ def test_bad_options_are_reported(tile: Tile, message: str) -> None:
 ])
 def test_bad_memory_caps_are_refused_when_the_pass_is_built(cap: str, message: str) -> None:
     with pytest.raises(OptionValueError, match=re.escape(message)):
-        Tile(memory_cap=cap)
+        SpatialTile(memory_cap=cap)
 
 
 def test_tiles_reading_only_padding_are_refused() -> None:
     module = module_of(PADDED_1X1)
-    found = errors(run_tile(module, Tile(grid=(4, 4))))
+    found = errors(run_tile(module, SpatialTile(grid=(4, 4))))
     assert found == ["tile (row 0, col 0) would run this op on an empty region (its windows read only "
                      "padding); use a coarser grid"]
     assert not _ops(module, "slice")
     # Coarser grids whose tiles all touch the image are fine.
-    check_tiling(PADDED_1X1, Tile(grid=(2, 2)))
+    check_tiling(PADDED_1X1, SpatialTile(grid=(2, 2)))
 
 
 def test_tiling_a_training_step_is_refused() -> None:
     module = module_of(STRIDED)
     gradient_step(func_of(module))
-    assert errors(run_tile(module, Tile(grid=(2, 2)))) == ["tile runs on forward networks: put it before autodiff"]
+    assert errors(run_tile(module, SpatialTile(grid=(2, 2)))) == ["spatial-tile runs on forward networks: put it before autodiff"]
 
 
 def test_parse_size() -> None:
@@ -298,7 +298,7 @@ def test_parse_size() -> None:
 
 def test_bundled_trunk_example_and_cli(tmp_path: Path) -> None:
     module = module_of((ROOT / "examples" / "vgg16_trunk.crn").read_text(), "vgg16_trunk.crn")
-    assert not errors(run_tile(module, Tile(grid=(2, 2))))
+    assert not errors(run_tile(module, SpatialTile(grid=(2, 2))))
     assert len(_ops(module, "conv2d")) == 13 * 4 and not verify(module)
 
 
@@ -317,12 +317,12 @@ def test_random_chains_and_grids_through_the_ir(data: st.DataObject) -> None:
     out = size
     grid = (data.draw(st.integers(1, min(out[0], 4))), data.draw(st.integers(1, min(out[1], 4))))
     module = module_of(text)
-    found = errors(run_tile(module, Tile(grid=grid)))
+    found = errors(run_tile(module, SpatialTile(grid=grid)))
     if found:
         # Only a grid so fine that a border tile reads pure padding may be refused.
         assert "empty region" in found[0], found
         return
-    check_tiling(text, Tile(grid=grid))
+    check_tiling(text, SpatialTile(grid=grid))
 
 
 def _random_op(data: st.DataObject, name: str, source: str, hw: tuple[int, int]) -> tuple[str, tuple[int, int]]:

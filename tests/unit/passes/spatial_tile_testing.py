@@ -17,7 +17,7 @@ from crane.ir.diagnostics import DiagnosticEngine
 from crane.ir.types import FunctionType
 from crane.ir.verifier import verify
 from crane.passes.context import PassContext
-from crane.passes.tile import Tile
+from crane.passes.spatial_tile import SpatialTile
 from crane.tools.inputs import translate
 
 Array = np.ndarray
@@ -34,7 +34,7 @@ def func_of(module: Operation) -> FuncOp:
     return funcs[0]
 
 
-def run_tile(module: Operation, tile: Tile) -> PassContext:
+def run_tile(module: Operation, tile: SpatialTile) -> PassContext:
     """Run the pass on every function of ``module``; the context holds its diagnostics."""
     ctx = PassContext(default_context(), DiagnosticEngine())
     ctx.begin_pass(tile.name)
@@ -71,7 +71,7 @@ def gradient_step(func: FuncOp) -> FuncOp:
     return func
 
 
-def results(text: str, tile: Tile | None, dtype: str = "f32") -> dict[str, Array]:
+def results(text: str, tile: SpatialTile | None, dtype: str = "f32") -> dict[str, Array]:
     """Loss, output and weight gradients of ``text`` (tiled by ``tile`` unless None)."""
     module = module_of(text)
     if tile is not None:
@@ -97,7 +97,7 @@ def assert_same(tiled: dict[str, Array], untiled: dict[str, Array], rtol: float 
                                    err_msg=name)
 
 
-def check_tiling(text: str, tile: Tile) -> None:
+def check_tiling(text: str, tile: SpatialTile) -> None:
     """Tiled and untiled training steps agree in float32 (rtol 1e-5) and float64 (1e-9)."""
     exact = results(text, None, "f64")
     assert_same(results(text, tile), results(text, None), exact=exact)

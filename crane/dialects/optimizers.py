@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from crane.passes.option_ranges import Between
+from crane.limits.ranges import Between
 
 OPTIMIZERS: Mapping[str, Mapping[str, float | bool | None]] = {
     "sgd": {"lr": None, "weight_decay": 0.0},

@@ -1,0 +1,223 @@
+"""Training ops on the tiles of their phase, by their rules (``crane.codegen.training_rules``).
+
+An op with a rule is divided over the phase's tiles (:func:`training_parts`); each tile
+runs its part in steps that fit ``Context.training_budget`` (:func:`training_steps`,
+reduction axes innermost). Step ``k`` of every part is fetched together, so a box several
+tiles read arrives once and is shared over the NoC. The steps of one window of a part's
+parallel axes add up in an accumulator (``accumulate``, in place); the window then goes
+into the part's result buffer (a ``copy``, or the step computes straight into its window),
+or, when a result box is larger than ``Context.hold_budget``, straight to DRAM.
+
+Partial sums across tiles (a split along a reduction axis) are added where they lie: a
+small result on the first tile, a larger one *reduce-scattered*, each tile summing one slab
+of it from the others (so no tile holds more than its own partial and one slab of each
+peer's). Results flushed to DRAM as partial sums are stored with ``accumulate``. When a
+flushed result is read again in the same phase, a barrier follows, so the load sees the
+stores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from crane.codegen.boxes import Box, extent, intersect, split_span, starts, volume, with_axis
+from crane.codegen.context import Piece, is_weight
+from crane.codegen.plan import Home
+from crane.codegen.program import Buffer, Compute, Copy, Store
+from crane.codegen.rules import Part
+from crane.codegen.statistics import Statistics
+from crane.codegen.training_rules import Division, partial_bytes, training_divisions, training_steps
+from crane.ir.attributes import Attribute
+from crane.ir.core import Operation, Value
+
+SMALL_REDUCTION = 4096
+"""Bytes below which partial sums are added on one tile rather than reduce-scattered."""
+
+
+@dataclass
+class _Run:
+    """One tile's part of a training op while its steps are emitted."""
+
+    tile: int
+    part: Part
+    steps: Division
+    held: tuple[bool, ...]
+    port: int
+    results: list[Buffer | None] = field(default_factory=list)
+    window: tuple[Box, ...] | None = None
+    acc: tuple[Buffer, ...] = ()
+
+
+class TrainingEmitter(Statistics):
+    """Emits training ops by their rules (see the module docstring)."""
+
+    def _record(self, result: Value, pieces: list[Piece], port: int) -> None:
+        """Note where ``result``'s new pieces live (and store them): the emitter's."""
+        raise NotImplementedError
+
+    def run_training(self, op: Operation, home: Home) -> bool:
+        """Emit ``op`` on ``home``'s tiles by its rule; False when it has none."""
+        options = training_divisions(op, len(home.tiles))
+        if not options:
+            return False
+        division = min(options, key=lambda o: (self._arrivals(op, o, home.tiles), -len(o.boxes)))
+        runs = [self._run_of(op, tile, box, part, home.port)
+                for tile, box, part in zip(home.tiles, division.boxes, division.parts, strict=False)]
+        for k in range(max(len(r.steps.parts) for r in runs)):
+            now = [r for r in runs if k < len(r.steps.parts)]
+            marks = {v: len(self.copies.get(v, ())) for v in op.operands}
+            fetched = self.fetch(op, [(r.tile, r.steps.parts[k]) for r in now], home.port)
+            for run, ins in zip(now, fetched, strict=True):
+                self._step(op, run, run.steps.parts[k], ins)
+            for value, mark in marks.items():
+                if not is_weight(value):
+                    del self.copies.get(value, [])[mark:]
+        for run in runs:
+            self._close(op, run)
+        self._finish(op, runs, home.port)
+        return True
+
+    def _arrivals(self, op: Operation, division: Division, tiles: Sequence[int]) -> int:
+        """Bytes the tiles of ``division`` must receive (operand boxes they do not hold
+        yet) plus their partial sums: the division that keeps data where it is wins."""
+        total = 0
+        for tile, part in zip(tiles, division.parts, strict=False):
+            total += partial_bytes(part, self.ctx.elem_bytes)
+            for value, box in zip(op.operands, part.ins, strict=True):
+                if box is not None:
+                    total += self.ctx.elem_bytes * (volume(box) - self._held_here(value, box, tile))
+        return total
+
+    def _held_here(self, value: Value, box: Box, tile: int) -> int:
+        """Elements of ``box`` that usable pieces of ``value`` on ``tile`` hold."""
+        return sum(volume(cut) for p in self.pieces.get(value, ())
+                   if p.buffer.tile == tile and self._usable(p) and (cut := intersect(p.box, box)))
+
+    def _run_of(self, op: Operation, tile: int, box: Box, part: Part, port: int) -> _Run:
+        steps = training_steps(op, box, self.ctx.training_budget, self.ctx.elem_bytes)
+        held = tuple(self.ctx.elem_bytes * volume(b) <= self.ctx.hold_budget for b in part.outs)
+        return _Run(tile, part, steps, held, port, [None] * len(part.outs))
+
+    # ----- steps
+    def _step(self, op: Operation, run: _Run, step: Part, ins: Sequence[Buffer | None]) -> None:
+        """One step: a new window closes the last one; its first step computes into an
+        accumulator (or straight into the result's window), the next ones add to it."""
+        if run.window != step.outs:
+            self._close(op, run)
+            run.window = step.outs
+            direct = self._direct(op, run, step)
+            if direct is not None:
+                self.chip.emit(run.tile, Compute(_name(op), (direct[0],), _present(ins),
+                                                 _attrs(op, step), direct[1]))
+                run.acc = ()
+                return
+            run.acc = self._compute(op, run.tile, step, ins)
+            return
+        added = self._compute(op, run.tile, step, ins)
+        for total, more in zip(run.acc, added, strict=True):
+            self.chip.emit(run.tile, Compute("accumulate", (total,), (total, more)))
+
+    def _direct(self, op: Operation, run: _Run, step: Part) -> tuple[Buffer, tuple[tuple[int, ...], tuple[int, ...]]] | None:
+        """(result buffer, window) when a single-result step with no reduction steps after
+        it may compute straight into the held result's window."""
+        if len(step.outs) != 1 or not run.held[0] or step.outs == run.part.outs:
+            return None
+        later = [s for s in run.steps.parts if s.outs == step.outs]
+        if len(later) > 1:
+            return None
+        whole = self._result(op, run, 0)
+        box = run.part.outs[0]
+        offsets = tuple(a - c for (a, _), (c, _) in zip(step.outs[0], box, strict=True))
+        return whole, (offsets, extent(step.outs[0]))
+
+    def _compute(self, op: Operation, tile: int, step: Part, ins: Sequence[Buffer | None]) -> tuple[Buffer, ...]:
+        outs = tuple(self.chip.alloc(tile, extent(box), r) for r, box in zip(op.results, step.outs, strict=True))
+        self.chip.emit(tile, Compute(_name(op), outs, _present(ins), _attrs(op, step)))
+        return outs
+
+    def _result(self, op: Operation, run: _Run, k: int) -> Buffer:
+        found = run.results[k]
+        if found is None:
+            found = self.chip.alloc(run.tile, extent(run.part.outs[k]), op.results[k])
+            run.results[k] = found
+        return found
+
+    def _close(self, op: Operation, run: _Run) -> None:
+        """Put the accumulated window where it goes: the held result (adopted when it is
+        the whole part, else copied into its window) or DRAM."""
+        if run.window is None or not run.acc:
+            return
+        for k, (box, acc) in enumerate(zip(run.window, run.acc, strict=True)):
+            if not run.held[k]:
+                self._flush(op.results[k], acc, box, run.part.partial[k], run.port)
+                continue
+            whole = run.part.outs[k]
+            if box == whole and run.results[k] is None:
+                run.results[k] = acc
+                continue
+            target = self._result(op, run, k)
+            offsets = tuple(a - c for (a, _), (c, _) in zip(box, whole, strict=True))
+            self.chip.emit(run.tile, Copy(target, acc, (0,) * len(box), offsets, extent(box)))
+        run.acc = ()
+
+    def _flush(self, value: Value, buffer: Buffer, box: Box, partial: bool, port: int) -> None:
+        self.chip.emit(buffer.tile, Store(buffer, self.chip.tensor(value).name, starts(box), port,
+                                          accumulate=partial))
+        self.stored.setdefault(value, []).append((box, self.synced))
+
+    # ----- results
+    def _finish(self, op: Operation, runs: Sequence[_Run], port: int) -> None:
+        """Reduce partial sums across tiles and record where every held result lives; a
+        barrier follows when a flushed result is read again in this phase."""
+        for k, result in enumerate(op.results):
+            if not all(r.held[k] for r in runs):
+                continue
+            buffers = [(r.part.outs[k], b) for r in runs if (b := r.results[k]) is not None]
+            if any(r.part.partial[k] for r in runs):
+                pieces = self._reduce(result, buffers)
+            else:
+                pieces = buffers
+            self._record(result, [self.piece_of(op, box, buf) for box, buf in pieces], port)
+        if any(not all(r.held[k] for r in runs) and self._read_here(v) for k, v in enumerate(op.results)):
+            self.barrier(f"flush:{op.name}")
+
+    def _read_here(self, value: Value) -> bool:
+        """Whether a training op of the current phase reads ``value``."""
+        here = self.ctx.backward_phase
+        phase = next((here[u] for u in value.users() if u in here), None)
+        owner = value.owner_op
+        return phase is not None and owner is not None and here.get(owner) == phase
+
+    def _reduce(self, value: Value, buffers: Sequence[tuple[Box, Buffer]]) -> list[tuple[Box, Buffer]]:
+        """Partial sums of one box, one per tile, added: on the first tile when small, else
+        one slab per tile (each tile receives its slab of every other partial)."""
+        box = buffers[0][0]
+        if len(buffers) == 1:
+            return list(buffers)
+        if self.ctx.elem_bytes * volume(box) <= SMALL_REDUCTION:
+            return [(box, self.chip.reduce([b for _, b in buffers], value))]
+        axis = max(range(len(box)), key=lambda a: box[a][1] - box[a][0])
+        spans = split_span(*box[axis], len(buffers))
+        found = []
+        for span, (_, owner) in zip(spans, buffers, strict=False):
+            slab = with_axis(box, axis, span)
+            parts = [self.chip.transfer(b, box, slab, owner.tile, value) for _, b in buffers]
+            total = self.chip.alloc(owner.tile, extent(slab), value)
+            self.chip.emit(owner.tile, Compute("accumulate", (total,), tuple(parts)))
+            found.append((slab, total))
+        return found
+
+
+def _present(ins: Sequence[Buffer | None]) -> tuple[Buffer, ...]:
+    return tuple(b for b in ins if b is not None)
+
+
+def _attrs(op: Operation, part: Part) -> dict[str, Attribute]:
+    return {**op.attributes, **part.attrs}
+
+
+def _name(op: Operation) -> str:
+    return op.name.partition(".")[2] or op.name
+
+
