@@ -41,12 +41,17 @@ class Mesh:
     @classmethod
     def of(cls, machine: Machine) -> Mesh:
         """The mesh of a machine; with no ports declared, one port at the top-left tile."""
-        ports = tuple((p.row, p.col) for p in machine.dram_ports) or ((0, 0),)
-        return cls(machine.rows, machine.cols, ports)
+        return _mesh_of(machine)
 
     @property
     def tiles(self) -> int:
         return self.rows * self.cols
+
+
+@lru_cache(maxsize=1024)
+def _mesh_of(machine: Machine) -> Mesh:
+    ports = tuple((p.row, p.col) for p in machine.dram_ports) or ((0, 0),)
+    return Mesh(machine.rows, machine.cols, ports)
 
 
 def _coords(mesh: Mesh, region: TileRun) -> np.ndarray:

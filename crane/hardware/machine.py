@@ -53,6 +53,17 @@ class Machine:
     """Elementwise/pool/softmax operations per cycle of one tile."""
     vector_op_pj: float = 0.0873
 
+    def __hash__(self) -> int:
+        # Machines key the cost model's caches, so they are hashed on every cached call: the
+        # ports (up to one per edge tile, a Python-level hash each) count only by number here;
+        # equality still compares them.
+        return hash((self.name, self.rows, self.cols, self.macs_per_cycle, self.sram_bytes,
+                     self.frequency_hz, self.data_bytes, self.noc_bandwidth,
+                     self.noc_hop_pj_per_byte, self.dram_bandwidth, self.dram_capacity_bytes,
+                     self.dram_pj_per_byte, len(self.dram_ports), self.mac_pj,
+                     self.sram_read_pj_per_byte, self.sram_write_pj_per_byte, self.vector_lanes,
+                     self.vector_op_pj))
+
     @property
     def tiles(self) -> int:
         return self.rows * self.cols

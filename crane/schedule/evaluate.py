@@ -117,47 +117,94 @@ def direct_take(sct: ScT, n: int, state: int, src: int, dst: int) -> int:
     return max(0, sct.values[state][dst] - prev)
 
 
+class _Tally:
+    """A ``Traffic`` summed in place: each term's fields are added in the order
+    ``Traffic.__add__`` would add them, so the sums are the same floats, without an object
+    per term (state traffic is the scheduler's innermost loop)."""
+
+    __slots__ = ("dram", "hops", "read", "write", "link")
+
+    def __init__(self) -> None:
+        self.dram = self.hops = self.read = self.write = self.link = 0.0
+
+    def on_chip(self, nbytes: float, hops: float, share: float = 0.0) -> None:
+        """``+ Traffic.on_chip(nbytes, hops, share)``."""
+        self.hops += nbytes * hops
+        self.read += nbytes
+        self.write += nbytes
+        self.link += nbytes * share
+
+    def dram_read(self, nbytes: float, hops: float) -> None:
+        """``+ Traffic.dram_read(nbytes, hops)``."""
+        self.dram += nbytes
+        self.hops += nbytes * hops
+        self.write += nbytes
+
+    def dram_write(self, nbytes: float, hops: float) -> None:
+        """``+ Traffic.dram_write(nbytes, hops)``."""
+        self.dram += nbytes
+        self.hops += nbytes * hops
+        self.read += nbytes
+
+    def merge(self, other: _Tally) -> None:
+        """``+ other`` (a sum of its own, added as one term)."""
+        self.dram += other.dram
+        self.hops += other.hops
+        self.read += other.read
+        self.write += other.write
+        self.link += other.link
+
+    def traffic(self) -> Traffic:
+        return Traffic(self.dram, self.hops, self.read, self.write, self.link)
+
+
 def _state_traffic(plan: Plan, state: int, opt: StateOption, machine: Machine) -> Traffic:
     """Inter-layer and boundary traffic of one state (Dep^C, Dep^S, Dep^D)."""
     block, b, sct = plan.block, plan.subbatch, plan.sct
     s = plan.workloads[state]
-    total = Traffic()
+    total = _Tally()
     for e in block.edges:
         if not is_active(block.n, state, e.dst):
             continue
         d = direct_take(sct, block.n, state, e.src, e.dst)
         if d:
-            total = total + Traffic.on_chip(e.bytes * b * d, edge_hops(machine, opt, e.src, e.dst),
-                                            edge_share(machine, opt, e.src, e.dst))
+            total.on_chip(e.bytes * b * d, edge_hops(machine, opt, e.src, e.dst),
+                          edge_share(machine, opt, e.src, e.dst))
         stored = e.bytes * b * (s - d)
-        total = total + (Traffic.on_chip(stored, *held_path(block, b, machine, state, e.src,
-                                                            opt.region(e.dst)))
-                         if plan.fused[e.src]
-                         else Traffic.dram_read(stored, port_hops(machine, opt, e.dst)))
+        if plan.fused[e.src]:
+            total.on_chip(stored, *held_path(block, b, machine, state, e.src, opt.region(e.dst)))
+        else:
+            total.dram_read(stored, port_hops(machine, opt, e.dst))
     for m in opt.columns:
-        total = total + _producer_traffic(plan, state, m, opt, machine)
-    return total
+        total.merge(_producer_traffic(plan, state, m, opt, machine))
+    return total.traffic()
 
 
 def _producer_traffic(plan: Plan, state: int, m: int, opt: StateOption,
-                      machine: Machine) -> Traffic:
+                      machine: Machine) -> _Tally:
     block, b, s = plan.block, plan.subbatch, plan.workloads[state]
-    layer = block.layers[m]
-    total = Traffic()
+    total = _Tally()
     ext_in = block.external_in[m] * b * s
-    total = total + (Traffic.on_chip(ext_in, sram_hops(machine, opt, m), sram_share(machine, opt, m))
-                     if block.in_from_sram
-                     else Traffic.dram_read(ext_in, port_hops(machine, opt, m)))
+    if block.in_from_sram:
+        total.on_chip(ext_in, sram_hops(machine, opt, m), sram_share(machine, opt, m))
+    else:
+        total.dram_read(ext_in, port_hops(machine, opt, m))
     ext_out = block.external_out[m] * b * s
-    total = total + (Traffic(sram_write_bytes=ext_out) if block.out_to_sram
-                     else Traffic.dram_write(ext_out, port_hops(machine, opt, m)))
+    _store(total, ext_out, block.out_to_sram, port_hops(machine, opt, m))
     consumers = block.consumers(m)
-    if not consumers:
-        return total
-    kept = max(s - direct_take(plan.sct, block.n, state, m, e.dst) for e in consumers)
-    nbytes = layer.output_bytes * b * kept
-    return total + (Traffic(sram_write_bytes=nbytes) if plan.fused[m]
-                    else Traffic.dram_write(nbytes, port_hops(machine, opt, m)))
+    if consumers:
+        kept = max(s - direct_take(plan.sct, block.n, state, m, e.dst) for e in consumers)
+        _store(total, block.layers[m].output_bytes * b * kept, plan.fused[m],
+               port_hops(machine, opt, m))
+    return total
+
+
+def _store(total: _Tally, nbytes: float, on_chip: bool, port_hops: float) -> None:
+    """Bytes a column leaves in SRAM (``on_chip``: a write) or in DRAM (through its port)."""
+    if on_chip:
+        total.write += nbytes
+    else:
+        total.dram_write(nbytes, port_hops)
 
 
 def held(plan: Plan, state: int, column: int) -> int:

@@ -1,0 +1,178 @@
+"""The scheduler's cost paths as they were before they were made fast (issue 24), kept as
+the reference the fast paths must equal bit for bit (``test_fast_paths.py``).
+
+``state_options`` built every split from the block itself (no view shared between blocks),
+and a state's traffic was summed as one ``Traffic`` object per term.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from crane.cost.layer import layer_cost, min_tiles, weight_spread_cycles
+from crane.cost.placement import Mesh, TileRun, dram_hops, link_share, mean_hops, split_regions
+from crane.cost.traffic import Traffic, dram_cycles, link_cycles, traffic_energy
+from crane.dialects.segment_tables import active_columns, is_active
+from crane.hardware.machine import Machine
+from crane.schedule.block import Block
+from crane.schedule.evaluate import Plan, direct_take, held_path
+from crane.schedule.options import (
+    SPLITS,
+    StateOption,
+    _balanced,
+    _transfer_cycles,
+    edge_hops,
+    edge_share,
+    port_hops,
+    sram_hops,
+    sram_share,
+)
+
+
+def balanced_split(block: Block, columns: tuple[int, ...], batch: int, tiles: int,
+                   machine: Machine, backward: bool = False) -> tuple[int, ...] | None:
+    """Greedy min-max tile counts: each column starts with the fewest tiles its working
+    set fits (``crane.cost.layer.min_tiles``), each spare tile goes to the currently
+    slowest column. None when the columns' minimums exceed ``tiles``."""
+    if len(columns) == 1:
+        return (tiles,)
+    return _balanced(tuple(block.layers[c] for c in columns), batch, tiles, machine, backward)
+
+
+def flops_split(block: Block, columns: tuple[int, ...], tiles: int, backward: bool = False,
+                floors: tuple[int, ...] | None = None) -> tuple[int, ...] | None:
+    """Tiles in proportion to work (MACs, or vector ops for MAC-free layers), at least
+    ``floors`` (one by default); None when the floors exceed ``tiles``."""
+    low = floors or (1,) * len(columns)
+    if sum(low) > tiles:
+        return None
+    work = [_work(block, c, backward) for c in columns]
+    total = sum(work) or 1.0
+    counts = [max(f, int(tiles * w / total)) for f, w in zip(low, work, strict=True)]
+    while sum(counts) > tiles:
+        above = [k for k in range(len(counts)) if counts[k] > low[k]]
+        counts[max(above, key=lambda k: counts[k])] -= 1
+    spare = tiles - sum(counts)
+    order = sorted(range(len(columns)), key=lambda k: -work[k])
+    for k in order[:spare]:
+        counts[k] += 1
+    return tuple(counts)
+
+
+def _work(block: Block, column: int, backward: bool) -> float:
+    layer = block.layers[column]
+    macs = layer.backward_macs if backward else layer.macs
+    vec = layer.backward_vector_ops if backward else layer.vector_ops
+    return float(macs) or vec / 64.0
+
+
+def _option(block: Block, split: str, columns: tuple[int, ...], counts: tuple[int, ...],
+            batch: int, machine: Machine, backward: bool) -> StateOption:
+    regions = split_regions(0, counts)
+    cycles, energy = 0.0, 0.0
+    step, load = Traffic(), Traffic()
+    spread = 0.0
+    for column, region in zip(columns, regions, strict=True):
+        cost = layer_cost(block.layers[column], batch, region, machine, backward)
+        cycles = max(cycles, cost.cycles)
+        energy += cost.energy_pj
+        spread = max(spread, weight_spread_cycles(block.layers[column], cost.partition, machine))
+        # Copies a split forwards between its tiles (priced in energy_pj) take NoC time.
+        step = step + Traffic(noc_byte_hops=cost.operand_traffic.noc_byte_hops,
+                              noc_link_bytes=cost.operand_traffic.noc_link_bytes)
+        if cost.weights_resident:
+            load = load + cost.weight_load
+            continue
+        # Weights that do not fit are fetched again for every sub-batch.
+        step = step + cost.weight_load
+        energy += traffic_energy(cost.weight_load, machine)
+    mesh = Mesh.of(machine)
+    chip = TileRun(0, mesh.tiles)
+    at = {c: r for c, r in zip(columns, regions, strict=True)}
+    edges = tuple((e.src, e.dst, mean_hops(mesh, at[e.src], at[e.dst]),
+                   link_share(mesh, at[e.src], at[e.dst])) for e in block.edges
+                  if e.src in at and e.dst in at)
+    weights = max(_transfer_cycles(load, machine), spread if load.dram_bytes else 0.0)
+    lead = weights + max(
+        (_input_cycles(block, c, batch, r, machine) for c, r in zip(columns, regions, strict=True)),
+        default=0.0)
+    return StateOption(split, columns, regions, cycles, energy, step, load,
+                       tuple(mean_hops(mesh, chip, r) for r in regions),
+                       tuple(dram_hops(mesh, r) for r in regions), edges, lead, cycles,
+                       tuple(link_share(mesh, chip, r) for r in regions))
+
+
+def _input_cycles(block: Block, column: int, batch: int, region: TileRun, machine: Machine) -> float:
+    """One step's inputs from outside the block reaching a column's region: through DRAM,
+    or over the region's links when the block's inputs stay on chip."""
+    nbytes = block.external_in[column] * batch
+    if not nbytes:
+        return 0.0
+    if block.in_from_sram:
+        chip = TileRun(0, machine.tiles)
+        return link_cycles(nbytes * link_share(Mesh.of(machine), chip, region), machine)
+    return dram_cycles(nbytes, machine)
+
+
+@lru_cache(maxsize=400_000)
+def state_options(block: Block, state: int, batch: int, machine: Machine,
+                  backward: bool = False, splits: tuple[str, ...] = SPLITS,
+                  tiles: int | None = None) -> tuple[StateOption, ...]:
+    """Distinct candidate splits of ``state`` for sub-batches of ``batch`` samples."""
+    columns = active_columns(block.n, state)
+    budget = tiles or machine.tiles
+    backward = backward or block.backward
+    if len(columns) > budget:
+        return ()
+    seen: dict[tuple[int, ...], str] = {}
+    floors = tuple(min_tiles(block.layers[c], batch, machine, backward) for c in columns)
+    for split in splits:
+        counts = (balanced_split(block, columns, batch, budget, machine, backward)
+                  if split == "balanced" else flops_split(block, columns, budget, backward, floors))
+        if counts is not None:
+            seen.setdefault(counts, split)
+    return tuple(_option(block, split, columns, counts, batch, machine, backward)
+                 for counts, split in seen.items())
+
+
+def _state_traffic(plan: Plan, state: int, opt: StateOption, machine: Machine) -> Traffic:
+    """Inter-layer and boundary traffic of one state (Dep^C, Dep^S, Dep^D)."""
+    block, b, sct = plan.block, plan.subbatch, plan.sct
+    s = plan.workloads[state]
+    total = Traffic()
+    for e in block.edges:
+        if not is_active(block.n, state, e.dst):
+            continue
+        d = direct_take(sct, block.n, state, e.src, e.dst)
+        if d:
+            total = total + Traffic.on_chip(e.bytes * b * d, edge_hops(machine, opt, e.src, e.dst),
+                                            edge_share(machine, opt, e.src, e.dst))
+        stored = e.bytes * b * (s - d)
+        total = total + (Traffic.on_chip(stored, *held_path(block, b, machine, state, e.src,
+                                                            opt.region(e.dst)))
+                         if plan.fused[e.src]
+                         else Traffic.dram_read(stored, port_hops(machine, opt, e.dst)))
+    for m in opt.columns:
+        total = total + _producer_traffic(plan, state, m, opt, machine)
+    return total
+
+
+def _producer_traffic(plan: Plan, state: int, m: int, opt: StateOption,
+                      machine: Machine) -> Traffic:
+    block, b, s = plan.block, plan.subbatch, plan.workloads[state]
+    layer = block.layers[m]
+    total = Traffic()
+    ext_in = block.external_in[m] * b * s
+    total = total + (Traffic.on_chip(ext_in, sram_hops(machine, opt, m), sram_share(machine, opt, m))
+                     if block.in_from_sram
+                     else Traffic.dram_read(ext_in, port_hops(machine, opt, m)))
+    ext_out = block.external_out[m] * b * s
+    total = total + (Traffic(sram_write_bytes=ext_out) if block.out_to_sram
+                     else Traffic.dram_write(ext_out, port_hops(machine, opt, m)))
+    consumers = block.consumers(m)
+    if not consumers:
+        return total
+    kept = max(s - direct_take(plan.sct, block.n, state, m, e.dst) for e in consumers)
+    nbytes = layer.output_bytes * b * kept
+    return total + (Traffic(sram_write_bytes=nbytes) if plan.fused[m]
+                    else Traffic.dram_write(nbytes, port_hops(machine, opt, m)))

@@ -1,0 +1,73 @@
+"""The scheduler's fast paths equal the paths they replaced (``reference_paths.py``) bit for
+bit, on random blocks, states, machines and plans: the state options shared between blocks
+through their views, and state traffic summed in place."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import reference_paths as ref
+
+from crane.cost.workload import Workload
+from crane.dialects.segment_tables import num_states
+from crane.hardware.machine import Machine
+from crane.schedule import evaluate as fast
+from crane.schedule.block import Block, gradient_block
+from crane.schedule.builders import chain, diamond, residual_block, transformer_block
+from crane.schedule.canonical import vertices
+from crane.schedule.evaluate import Plan
+from crane.schedule.options import state_options
+
+NETS = (chain(4), diamond(), residual_block(), transformer_block())
+MACHINES = (Machine.edge(), Machine.cloud(),
+            Machine.edge().with_changes(name="m2x3", rows=2, cols=3,
+                                        dram_ports=Machine.edge_ports(2, 3)))
+
+
+def _block(rng: random.Random, net: Workload) -> Block:
+    start = rng.randrange(len(net))
+    stop = rng.randrange(start + 1, min(len(net), start + 4) + 1)
+    block = Block.of(net, start, stop, in_from_sram=rng.random() < 0.5,
+                     out_to_sram=rng.random() < 0.5)
+    return gradient_block(block) if rng.random() < 0.25 else block
+
+
+def _plan(rng: random.Random, block: Block, subbatch: int, machine: Machine) -> Plan | None:
+    """A plan over one of the block's vertices, its sub-batches spread over random splits."""
+    found = vertices(block, rng.randint(block.n, block.n + 3))
+    if not found:
+        return None
+    workloads = rng.choice(found)
+    mix = []
+    for state, s in enumerate(workloads):
+        width = len(state_options(block, state, subbatch, machine))
+        if not width:
+            return None
+        row = [0] * width
+        for _ in range(s):
+            row[rng.randrange(width)] += 1
+        mix.append(tuple(row))
+    fused = tuple(rng.random() < 0.5 for _ in range(block.n))
+    return Plan(block, subbatch, sum(workloads[: block.n]), tuple(mix), fused)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_state_options_and_traffic_equal_the_reference(seed: int) -> None:
+    rng = random.Random(seed)
+    block = _block(rng, rng.choice(NETS))
+    machine = rng.choice(MACHINES)
+    subbatch = rng.choice((1, 2, 4))
+    for state in range(num_states(block.n)):
+        assert state_options(block, state, subbatch, machine) == \
+            ref.state_options(block, state, subbatch, machine)
+    tiles = rng.randint(1, machine.tiles)
+    assert state_options(block, 0, subbatch, machine, tiles=tiles) == \
+        ref.state_options(block, 0, subbatch, machine, tiles=tiles)
+    plan = _plan(rng, block, subbatch, machine)
+    if plan is None:
+        return
+    for state in range(num_states(block.n)):
+        for option in state_options(block, state, subbatch, machine):
+            assert fast._state_traffic(plan, state, option, machine) == \
+                ref._state_traffic(plan, state, option, machine)
