@@ -320,6 +320,7 @@ def state_latencies(plan: Plan, machine: Machine, backward: bool = False) -> tup
                  for i in range(num_states(plan.block.n)))
 
 
+@lru_cache(maxsize=100_000)
 def evaluate(plan: Plan, machine: Machine, sram_reserved: float = 0.0,
              backward: bool = False) -> BlockCost:
     """Latency, energy, traffic and peak storage of a plan (see the module docstring)."""

@@ -2,12 +2,16 @@
 the reference the fast paths must equal bit for bit (``test_fast_paths.py``).
 
 ``state_options`` built every split from the block itself (no view shared between blocks),
-and a state's traffic was summed as one ``Traffic`` object per term.
+a state's traffic was summed as one ``Traffic`` object per term, and a MILP's constraints
+were given to HiGHS one call each.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
+
+import highspy
+import numpy as np
 
 from crane.cost.layer import layer_cost, min_tiles, weight_spread_cycles
 from crane.cost.placement import Mesh, TileRun, dram_hops, link_share, mean_hops, split_regions
@@ -27,6 +31,7 @@ from crane.schedule.options import (
     sram_hops,
     sram_share,
 )
+from crane.solve.milp import Model, new_highs
 
 
 def balanced_split(block: Block, columns: tuple[int, ...], batch: int, tiles: int,
@@ -176,3 +181,27 @@ def _producer_traffic(plan: Plan, state: int, m: int, opt: StateOption,
     nbytes = layer.output_bytes * b * kept
     return total + (Traffic(sram_write_bytes=nbytes) if plan.fused[m]
                     else Traffic.dram_write(nbytes, port_hops(machine, opt, m)))
+
+
+def highs_row_by_row(model: Model, time_limit: float | None = None) -> highspy.Highs:
+    """``Model._highs`` as it was: one ``addRow`` call per constraint."""
+    h = new_highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", 1)
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(time_limit))
+    n = model.num_vars
+    cost = np.zeros(n)
+    for var, coef in model.objective.terms.items():
+        cost[var] = coef
+    h.addVars(n, np.array(model.lower), np.array(model.upper))
+    h.changeColsCost(n, np.arange(n, dtype=np.int32), cost)
+    ints = np.array([i for i, flag in enumerate(model.integer) if flag], dtype=np.int32)
+    if len(ints):
+        kinds = np.full(len(ints), highspy.HighsVarType.kInteger)
+        h.changeColsIntegrality(len(ints), ints, kinds)
+    for expr, lb, ub, _ in model.rows:
+        idx = np.array(list(expr.terms.keys()), dtype=np.int32)
+        val = np.array(list(expr.terms.values()), dtype=np.float64)
+        h.addRow(lb, ub, len(idx), idx, val)
+    return h

@@ -1,11 +1,13 @@
 """The scheduler's fast paths equal the paths they replaced (``reference_paths.py``) bit for
 bit, on random blocks, states, machines and plans: the state options shared between blocks
-through their views, and state traffic summed in place."""
+through their views, state traffic summed in place, and MILP constraints given to HiGHS in
+one call."""
 
 from __future__ import annotations
 
 import random
 
+import highspy
 import pytest
 import reference_paths as ref
 
@@ -17,6 +19,7 @@ from crane.schedule.block import Block, gradient_block
 from crane.schedule.builders import chain, diamond, residual_block, transformer_block
 from crane.schedule.canonical import vertices
 from crane.schedule.evaluate import Plan
+from crane.schedule.formulate import formulate
 from crane.schedule.options import state_options
 
 NETS = (chain(4), diamond(), residual_block(), transformer_block())
@@ -71,3 +74,23 @@ def test_state_options_and_traffic_equal_the_reference(seed: int) -> None:
         for option in state_options(block, state, subbatch, machine):
             assert fast._state_traffic(plan, state, option, machine) == \
                 ref._state_traffic(plan, state, option, machine)
+
+
+def _lp(h: highspy.Highs) -> tuple[list[float], ...]:
+    lp = h.getLp()
+    a = lp.a_matrix_
+    return (list(lp.col_cost_), list(lp.col_lower_), list(lp.col_upper_), list(lp.row_lower_),
+            list(lp.row_upper_), [a.format_], list(a.start_), list(a.index_), list(a.value_),
+            list(lp.integrality_))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_milp_constraints_in_one_call_build_the_same_model(seed: int) -> None:
+    rng = random.Random(seed)
+    block = Block.of(rng.choice(NETS), 0, rng.randint(1, 3))
+    machine = rng.choice(MACHINES)
+    form = formulate(block, 1, rng.randint(block.n, block.n + 3), machine,
+                     sram_reserved=rng.choice((0.0, 1e5)))
+    assert form is not None
+    form.model.minimize(form.latency if rng.random() < 0.5 else form.energy)
+    assert _lp(form.model._highs(0.5)) == _lp(ref.highs_row_by_row(form.model, 0.5))
