@@ -65,10 +65,21 @@ def _coords(mesh: Mesh, region: TileRun) -> np.ndarray:
 
 @lru_cache(maxsize=100_000)
 def mean_hops(mesh: Mesh, src: TileRun, dst: TileRun) -> float:
-    """Mean Manhattan distance between a tile of ``src`` and a tile of ``dst``."""
+    """Mean Manhattan distance between a tile of ``src`` and a tile of ``dst``.
+
+    The distance is a row part plus a column part, so the sum over all pairs is taken from
+    the regions' row and column counts (rows x rows and cols x cols, not tiles x tiles): the
+    same exact integer, divided by the number of pairs."""
     a, b = _coords(mesh, src), _coords(mesh, dst)
-    diff = np.abs(a[:, None, :] - b[None, :, :]).sum(axis=2)
-    return float(diff.mean())
+    total = _pair_distance(a[:, 0], b[:, 0], mesh.rows) + _pair_distance(a[:, 1], b[:, 1], mesh.cols)
+    return total / (len(a) * len(b))
+
+
+def _pair_distance(xs: np.ndarray, ys: np.ndarray, size: int) -> int:
+    """The sum of ``|x - y|`` over every pair of ``xs`` and ``ys`` (positions below ``size``)."""
+    positions = np.arange(size)
+    gaps = np.abs(positions[:, None] - positions[None, :])
+    return int(np.bincount(xs, minlength=size) @ gaps @ np.bincount(ys, minlength=size))
 
 
 def _grid(mesh: Mesh, region: TileRun) -> np.ndarray:

@@ -14,7 +14,15 @@ import highspy
 import numpy as np
 
 from crane.cost.layer import layer_cost, min_tiles, weight_spread_cycles
-from crane.cost.placement import Mesh, TileRun, dram_hops, link_share, mean_hops, split_regions
+from crane.cost.placement import (
+    Mesh,
+    TileRun,
+    _coords,
+    dram_hops,
+    link_share,
+    mean_hops,
+    split_regions,
+)
 from crane.cost.traffic import Traffic, dram_cycles, link_cycles, traffic_energy
 from crane.dialects.segment_tables import active_columns, is_active
 from crane.hardware.machine import Machine
@@ -205,3 +213,10 @@ def highs_row_by_row(model: Model, time_limit: float | None = None) -> highspy.H
         val = np.array(list(expr.terms.values()), dtype=np.float64)
         h.addRow(lb, ub, len(idx), idx, val)
     return h
+
+
+def mean_hops_pairwise(mesh: Mesh, src: TileRun, dst: TileRun) -> float:
+    """``crane.cost.placement.mean_hops`` as it was: every pair of tiles."""
+    a, b = _coords(mesh, src), _coords(mesh, dst)
+    diff = np.abs(a[:, None, :] - b[None, :, :]).sum(axis=2)
+    return float(diff.mean())

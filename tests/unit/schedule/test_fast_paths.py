@@ -1,7 +1,7 @@
 """The scheduler's fast paths equal the paths they replaced (``reference_paths.py``) bit for
 bit, on random blocks, states, machines and plans: the state options shared between blocks
-through their views, state traffic summed in place, and MILP constraints given to HiGHS in
-one call."""
+through their views, state traffic summed in place, MILP constraints given to HiGHS in one
+call, and mean hops between regions from their rows and columns."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import highspy
 import pytest
 import reference_paths as ref
 
+from crane.cost.placement import Mesh, TileRun, mean_hops
 from crane.cost.workload import Workload
 from crane.dialects.segment_tables import num_states
 from crane.hardware.machine import Machine
@@ -94,3 +95,15 @@ def test_milp_constraints_in_one_call_build_the_same_model(seed: int) -> None:
     assert form is not None
     form.model.minimize(form.latency if rng.random() < 0.5 else form.energy)
     assert _lp(form.model._highs(0.5)) == _lp(ref.highs_row_by_row(form.model, 0.5))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_mean_hops_equal_the_pairwise_mean(seed: int) -> None:
+    rng = random.Random(seed)
+    rows, cols = rng.randint(1, 64), rng.randint(1, 64)
+    mesh = Mesh(rows, cols, ((0, 0),))
+    runs = []
+    for _ in range(2):
+        count = rng.randint(1, min(rows * cols, 600))
+        runs.append(TileRun(rng.randint(0, rows * cols - count), count))
+    assert mean_hops(mesh, *runs) == ref.mean_hops_pairwise(mesh, *runs)
