@@ -30,8 +30,7 @@ from crane.hardware.machine import Machine
 from crane.schedule.block import Block
 from crane.schedule.options import (
     StateOption,
-    edge_hops,
-    edge_share,
+    edge_path,
     port_hops,
     sram_hops,
     sram_share,
@@ -168,8 +167,7 @@ def _state_traffic(plan: Plan, state: int, opt: StateOption, machine: Machine) -
             continue
         d = direct_take(sct, block.n, state, e.src, e.dst)
         if d:
-            total.on_chip(e.bytes * b * d, edge_hops(machine, opt, e.src, e.dst),
-                          edge_share(machine, opt, e.src, e.dst))
+            total.on_chip(e.bytes * b * d, *edge_path(machine, opt, e.src, e.dst))
         stored = e.bytes * b * (s - d)
         if plan.fused[e.src]:
             total.on_chip(stored, *held_path(block, b, machine, state, e.src, opt.region(e.dst)))

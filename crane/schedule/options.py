@@ -227,6 +227,15 @@ def view_options(view: StateView, batch: int, machine: Machine, backward: bool,
                  for counts, split in seen.items())
 
 
+def edge_path(machine: Machine, option: StateOption, src: int, dst: int) -> tuple[float, float]:
+    """(:func:`edge_hops`, :func:`edge_share`) of a transfer, from one look-up."""
+    for a, b, hops, share in option.edges:
+        if (a, b) == (src, dst):
+            return hops, share
+    mesh, at, to = Mesh.of(machine), option.region(src), option.region(dst)
+    return mean_hops(mesh, at, to), link_share(mesh, at, to)
+
+
 def edge_hops(machine: Machine, option: StateOption, src: int, dst: int) -> float:
     """Hops of a direct producer-to-consumer transfer inside one state."""
     for a, b, hops, _ in option.edges:
