@@ -2,8 +2,9 @@
 
 The issue's acceptance: over ``--inputs 10000`` no run exits 3 (an internal error), prints a
 Python traceback, takes longer than the time limit (30 s), reports an error without a
-location (exit 1 with an ``error:`` line that is neither ``file:line:col: error:`` nor about a flag,
-``crane-opt: error: --cost-report ...``), reports a
+location (exit 1 with an ``error:`` line that is neither ``file:line:col: error:``, nor about a
+flag, ``crane-opt: error: --cost-report ...``, nor about a whole ONNX model the run was given,
+``error: model.onnx: ...``), reports a
 usage error without saying which flag or pipeline text (exit 2 without ``crane-X: error:``
 or ``<pass-pipeline>:L:C: error:``), or leaves a partial ``-o`` file or a ``.NAME.*.tmp``
 behind (also when the run is killed at the time limit). ``crane-sim --check`` exiting 3
@@ -55,6 +56,9 @@ BAD = ("exit 3", "other exit", "traceback", "timeout", "unlocated", "unclear usa
 LOCATED = re.compile(r"^(\S.*?:\d+:\d+: error: |crane-(opt|run|sim|dse): error: --?[a-z])")
 """A diagnostic at ``file:line:col``, or one at a flag of the command line (``--emit=gantt:
 the Gantt chart needs a scheduled module``)."""
+WHOLE_FILE = re.compile(r"^error: (\S+?\.onnx): ")
+"""An error about a whole ONNX model, which has no lines to point at (``error: model.onnx:
+not a readable ONNX model``, the form ``docs/onnx.md`` gives them)."""
 USAGE = re.compile(r"^(crane-(opt|run|sim|dse): error: |<pass-pipeline>:\d+:\d+: error: )", re.M)
 RESTART_EVERY = 150
 """Tasks a worker runs before it is replaced (its caches grow)."""
@@ -151,6 +155,13 @@ class Slot:
 # ----- outcomes
 
 
+def _located(line: str, case: Case) -> bool:
+    """Whether an error line says where: at a line and column, a flag, or an ONNX model the
+    run was given (as a whole)."""
+    whole = WHOLE_FILE.match(line)
+    return LOCATED.match(line) is not None or (whole is not None and whole.group(1) in case.files)
+
+
 def classify(case: Case, status: int | str, stderr: str, stdout: str, folder: Path,
              timed_out: bool) -> list[str]:
     """The bad outcomes of one run (empty: a clean exit 0, 1 or 2, or a mismatch)."""
@@ -167,7 +178,7 @@ def classify(case: Case, status: int | str, stderr: str, stdout: str, folder: Pa
         flags.append("traceback")
     errors = [line for line in stderr.splitlines() if ": error: " in line or line.startswith("error: ")]
     stripped = any("strip-debuginfo" in arg for arg in case.args)  # the run was asked to drop them
-    if status == 1 and not timed_out and not stripped and (not errors or any(not LOCATED.match(e) for e in errors)):
+    if status == 1 and not timed_out and not stripped and (not errors or any(not _located(e, case) for e in errors)):
         flags.append("unlocated")
     if status == 2 and not timed_out and not USAGE.search(stderr):
         flags.append("unclear usage")

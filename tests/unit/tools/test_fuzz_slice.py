@@ -15,11 +15,8 @@ BENCH = Path(__file__).resolve().parents[3] / "bench" / "fuzz.py"
 
 def test_a_seeded_slice_of_the_fuzz_campaign_has_no_bad_outcome(tmp_path: Path) -> None:
     began = time.perf_counter()
-    # ONNX inputs are left out while the importer's hardening (crane/frontend/onnx, owned
-    # apart from issue 24) is pending: its findings are listed in the campaign's report.
     done = subprocess.run([sys.executable, str(BENCH), "--inputs", "300", "--seed", "24", "--quick",
-                           "--time-limit", "30", "--keep", str(tmp_path / "findings"),
-                           "--families", "crn,ir,pipeline,options"],
+                           "--time-limit", "30", "--keep", str(tmp_path / "findings")],
                           capture_output=True, text=True, check=False, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     total = next(line for line in done.stdout.splitlines() if line.startswith("total"))
