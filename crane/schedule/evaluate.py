@@ -145,6 +145,21 @@ class _Tally:
         self.hops += nbytes * hops
         self.read += nbytes
 
+    def add(self, other: Traffic, factor: float = 1.0) -> None:
+        """``+ other`` (``factor`` != 1: ``+ other.scaled(factor)``)."""
+        if factor == 1.0:
+            self.dram += other.dram_bytes
+            self.hops += other.noc_byte_hops
+            self.read += other.sram_read_bytes
+            self.write += other.sram_write_bytes
+            self.link += other.noc_link_bytes
+            return
+        self.dram += other.dram_bytes * factor
+        self.hops += other.noc_byte_hops * factor
+        self.read += other.sram_read_bytes * factor
+        self.write += other.sram_write_bytes * factor
+        self.link += other.noc_link_bytes * factor
+
     def merge(self, other: _Tally) -> None:
         """``+ other`` (a sum of its own, added as one term)."""
         self.dram += other.dram
@@ -159,6 +174,11 @@ class _Tally:
 
 def _state_traffic(plan: Plan, state: int, opt: StateOption, machine: Machine) -> Traffic:
     """Inter-layer and boundary traffic of one state (Dep^C, Dep^S, Dep^D)."""
+    return _state_tally(plan, state, opt, machine).traffic()
+
+
+def _state_tally(plan: Plan, state: int, opt: StateOption, machine: Machine) -> _Tally:
+    """:func:`_state_traffic`, still open for more terms."""
     block, b, sct = plan.block, plan.subbatch, plan.sct
     s = plan.workloads[state]
     total = _Tally()
@@ -175,7 +195,7 @@ def _state_traffic(plan: Plan, state: int, opt: StateOption, machine: Machine) -
             total.dram_read(stored, port_hops(machine, opt, e.dst))
     for m in opt.columns:
         total.merge(_producer_traffic(plan, state, m, opt, machine))
-    return total.traffic()
+    return total
 
 
 def _producer_traffic(plan: Plan, state: int, m: int, opt: StateOption,
@@ -293,17 +313,17 @@ def state_cost(plan: Plan, state: int, machine: Machine, backward: bool = False)
     if plan.workloads[state] == 0:
         return StateCost(0.0, 0.0, Traffic(), 0.0)
     opts = state_options(plan.block, state, plan.subbatch, machine, backward)
-    inner = _state_traffic(plan, state, opts[0], machine)
-    step, comp = inner, 0.0
-    energy = traffic_energy(inner, machine)
+    tally, comp = _state_tally(plan, state, opts[0], machine), 0.0
+    energy = traffic_energy(tally.traffic(), machine)
     for opt, count in zip(opts, plan.mix[state], strict=True):
         comp += count * opt.cycles
         # opt.energy_pj already prices the re-streamed weights in opt.traffic.
         energy += count * opt.energy_pj
-        step = step + opt.traffic.scaled(count)
+        tally.add(opt.traffic, count)
         if count:
-            step = step + opt.weight_load
+            tally.add(opt.weight_load)
             energy += traffic_energy(opt.weight_load, machine)
+    step = tally.traffic()
     used = [opt for opt, count in zip(opts, plan.mix[state], strict=True) if count]
     lead = max((opt.lead for opt in used), default=0.0)
     tail = max((opt.tail for opt in used), default=0.0)

@@ -23,11 +23,11 @@ from crane.cost.placement import (
     mean_hops,
     split_regions,
 )
-from crane.cost.traffic import Traffic, dram_cycles, link_cycles, traffic_energy
+from crane.cost.traffic import Traffic, dram_cycles, link_cycles, noc_time, traffic_energy
 from crane.dialects.segment_tables import active_columns, is_active
 from crane.hardware.machine import Machine
 from crane.schedule.block import Block
-from crane.schedule.evaluate import Plan, direct_take, held_path
+from crane.schedule.evaluate import Plan, StateCost, direct_take, held_path
 from crane.schedule.options import (
     SPLITS,
     StateOption,
@@ -220,3 +220,26 @@ def mean_hops_pairwise(mesh: Mesh, src: TileRun, dst: TileRun) -> float:
     a, b = _coords(mesh, src), _coords(mesh, dst)
     diff = np.abs(a[:, None, :] - b[None, :, :]).sum(axis=2)
     return float(diff.mean())
+
+
+def state_cost(plan: Plan, state: int, machine: Machine, backward: bool = False) -> StateCost:
+    """``crane.schedule.evaluate.state_cost`` as it was: a ``Traffic`` per added term."""
+    if plan.workloads[state] == 0:
+        return StateCost(0.0, 0.0, Traffic(), 0.0)
+    opts = state_options(plan.block, state, plan.subbatch, machine, backward)
+    inner = _state_traffic(plan, state, opts[0], machine)
+    step, comp = inner, 0.0
+    energy = traffic_energy(inner, machine)
+    for opt, count in zip(opts, plan.mix[state], strict=True):
+        comp += count * opt.cycles
+        energy += count * opt.energy_pj
+        step = step + opt.traffic.scaled(count)
+        if count:
+            step = step + opt.weight_load
+            energy += traffic_energy(opt.weight_load, machine)
+    used = [opt for opt, count in zip(opts, plan.mix[state], strict=True) if count]
+    lead = max((opt.lead for opt in used), default=0.0)
+    tail = max((opt.tail for opt in used), default=0.0)
+    latency = max(comp + lead, noc_time(step, machine.tiles, machine) + tail,
+                  dram_cycles(step.dram_bytes, machine) + tail)
+    return StateCost(latency, energy, step, comp)

@@ -75,6 +75,7 @@ def test_state_options_and_traffic_equal_the_reference(seed: int) -> None:
         for option in state_options(block, state, subbatch, machine):
             assert fast._state_traffic(plan, state, option, machine) == \
                 ref._state_traffic(plan, state, option, machine)
+        assert fast.state_cost(plan, state, machine) == ref.state_cost(plan, state, machine)
 
 
 def _lp(h: highspy.Highs) -> tuple[list[float], ...]:
