@@ -520,11 +520,9 @@ def test_every_number_option_of_every_pass_declares_its_range() -> None:
     """One rule for every pass (issue 24): an int or float option says its range in its type
     (``crane.limits.ranges``), so the pipeline parser refuses what the pass cannot take."""
     registry = PassRegistry.with_in_tree_passes()
-    unbounded = []
-    for name in registry.names():
-        cls = registry.lookup(name)
-        for info in option_infos(cls) if cls is not None else ():
-            if re.search(r"\b(int|float)\b(?! in [\[(]| \(power of two)", info.type_text):
-                unbounded.append(f"{name}{{{info.cli_name}}}: {info.type_text}")
+    passes = [(name, registry.lookup(name)) for name in registry.names()]
+    options = [(name, info) for name, cls in passes if cls is not None for info in option_infos(cls)]
+    unbounded = [f"{name}{{{info.cli_name}}}: {info.type_text}" for name, info in options
+                 if re.search(r"\b(int|float)\b(?! in [\[(]| \(power of two)", info.type_text)]
     assert not unbounded, unbounded
     assert len(registry.names()) > 10
