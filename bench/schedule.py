@@ -19,11 +19,15 @@ rows: ``tangram`` flatters Crane, ``tangram+g`` flatters Tangram.
 
     python bench/schedule.py [--quick] [--csv FILE] [--workers N] [--time-limit S]
                              [--networks resnet50,gpt2] [--machines edge] [--batches 1,8]
-                             [--training yes|only|no]
+                             [--training yes|only|no] [--scaling yes|only|no]
+                             [--scaling-meshes 4,8,16,32,64] [--scaling-batches 1,8,64,256]
 
 prints latency, energy and EDP per policy, Crane's EDP gain over each policy, the ratio
 to the lower bounds, the peak DRAM (training) and the scheduling time, the mean gains over
-the grid, and writes all rows to a CSV (``--csv``, default ``bench/out/schedule.csv``).
+the grid, and writes all rows to a CSV (``--csv``, default ``bench/out/schedule.csv``);
+then the scaling rows (``bench/schedule_scaling.py``): Crane's search on ResNet-50 as the
+mesh grows from 4 x 4 to 64 x 64 and the batch from 1 to 256, against their targets
+(``--scaling only`` prints just those).
 """
 
 from __future__ import annotations
@@ -48,6 +52,9 @@ from crane.schedule.policies import MAX_BLOCK, POLICIES, block_solver, schedule
 from crane.schedule.search import Schedule
 from crane.schedule.training import TrainingSchedule, train
 from crane.tools.inputs import translate
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import schedule_scaling  # noqa: E402  (beside this file)
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 NETWORKS = ("resnet50", "googlenet", "transformer_large", "gpt2")
@@ -228,7 +235,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", default="", help="comma-separated batch sizes")
     parser.add_argument("--training", default="yes", choices=("yes", "only", "no"),
                         help="with the training rows, only them, or none")
+    parser.add_argument("--scaling", default="yes", choices=("yes", "only", "no"),
+                        help="with the scaling rows (mesh 4x4..64x64, batch 1..256, against "
+                             "their targets), only them, or none (--quick: none)")
+    parser.add_argument("--scaling-meshes", default="4,8,16,32,64", help="mesh sides of the scaling rows")
+    parser.add_argument("--scaling-batches", default="1,8,64,256", help="batches of the scaling rows")
     args = parser.parse_args(argv)
+    if args.scaling == "only":
+        return _scaling(args)
     rows: list[Row] = []
     began = time.perf_counter()
     cases = grid(args.quick, _names(args.networks), _names(args.machines),
@@ -248,11 +262,26 @@ def main(argv: list[str] | None = None) -> int:
         _progress(f"done training {net} {name} b{batch}", began)
     print(report(rows))
     print(f"total {time.perf_counter() - began:.0f} s")
+    if args.scaling == "yes" and not args.quick:
+        _scaling(args)
     Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
     with open(args.csv, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(asdict(rows[0])))
         writer.writeheader()
         writer.writerows(asdict(r) for r in rows)
+    return 0
+
+
+def _scaling(args: argparse.Namespace) -> int:
+    """Print the scaling rows (``bench/schedule_scaling.py``)."""
+    began = time.perf_counter()
+    rows = []
+    for net, machine, batch in schedule_scaling.cases(
+            tuple(int(s) for s in _names(args.scaling_meshes)),
+            tuple(int(b) for b in _names(args.scaling_batches))):
+        rows.append(schedule_scaling.run_row(load_network, net, machine, batch))
+        _progress(f"scaled {net} {machine.name} b{batch}", began)
+    print(schedule_scaling.report(rows))
     return 0
 
 

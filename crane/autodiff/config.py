@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from crane.dialects.optimizers import OPTIMIZERS
+from crane.dialects.optimizers import OPTIMIZERS, hyper_problem
 from crane.ir.attributes import Attribute, BoolAttr, DictAttr, FloatAttr, IntAttr, StringAttr
 
 DEFAULT_LR = 0.01
@@ -71,8 +71,10 @@ def resolve_training(section: Attribute | None, optimizer: str = "", loss: str =
     for key, default in known.items():
         value = given.get(key, hyper.get(key, default))
         merged[key] = DEFAULT_LR if value is None else value
-    if not float(merged["lr"]) > 0:
-        raise TrainingConfigError(f"the learning rate must be positive, got {merged['lr']}")
+    for key, value in merged.items():
+        problem = hyper_problem(key, value)
+        if problem is not None:
+            raise TrainingConfigError(f"{name}: {problem}")
     if step < 1:
         raise TrainingConfigError(f"the step count starts at 1, got {step}")
     return TrainingConfig(loss or base_loss, name, merged, step)

@@ -41,12 +41,17 @@ class Mesh:
     @classmethod
     def of(cls, machine: Machine) -> Mesh:
         """The mesh of a machine; with no ports declared, one port at the top-left tile."""
-        ports = tuple((p.row, p.col) for p in machine.dram_ports) or ((0, 0),)
-        return cls(machine.rows, machine.cols, ports)
+        return _mesh_of(machine)
 
     @property
     def tiles(self) -> int:
         return self.rows * self.cols
+
+
+@lru_cache(maxsize=1024)
+def _mesh_of(machine: Machine) -> Mesh:
+    ports = tuple((p.row, p.col) for p in machine.dram_ports) or ((0, 0),)
+    return Mesh(machine.rows, machine.cols, ports)
 
 
 def _coords(mesh: Mesh, region: TileRun) -> np.ndarray:
@@ -60,10 +65,21 @@ def _coords(mesh: Mesh, region: TileRun) -> np.ndarray:
 
 @lru_cache(maxsize=100_000)
 def mean_hops(mesh: Mesh, src: TileRun, dst: TileRun) -> float:
-    """Mean Manhattan distance between a tile of ``src`` and a tile of ``dst``."""
+    """Mean Manhattan distance between a tile of ``src`` and a tile of ``dst``.
+
+    The distance is a row part plus a column part, so the sum over all pairs is taken from
+    the regions' row and column counts (rows x rows and cols x cols, not tiles x tiles): the
+    same exact integer, divided by the number of pairs."""
     a, b = _coords(mesh, src), _coords(mesh, dst)
-    diff = np.abs(a[:, None, :] - b[None, :, :]).sum(axis=2)
-    return float(diff.mean())
+    total = _pair_distance(a[:, 0], b[:, 0], mesh.rows) + _pair_distance(a[:, 1], b[:, 1], mesh.cols)
+    return total / (len(a) * len(b))
+
+
+def _pair_distance(xs: np.ndarray, ys: np.ndarray, size: int) -> int:
+    """The sum of ``|x - y|`` over every pair of ``xs`` and ``ys`` (positions below ``size``)."""
+    positions = np.arange(size)
+    gaps = np.abs(positions[:, None] - positions[None, :])
+    return int(np.bincount(xs, minlength=size) @ gaps @ np.bincount(ys, minlength=size))
 
 
 def _grid(mesh: Mesh, region: TileRun) -> np.ndarray:

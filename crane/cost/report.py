@@ -14,6 +14,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from crane.atomic import write_atomically
 from crane.ir.attributes import Attribute, DictAttr, FloatAttr, IntAttr
 from crane.ir.core import Operation
 
@@ -93,5 +94,5 @@ def write_cost_report(module: Operation, path: str | Path) -> bool:
     if str(path) == "-":
         print(format_cost_table(report), file=sys.stderr)
         return True
-    Path(path).write_text(json.dumps(report, indent=2) + "\n")
+    write_atomically(path, json.dumps(report, indent=2) + "\n")
     return True

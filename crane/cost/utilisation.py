@@ -108,17 +108,31 @@ def _table_size(tiles: int) -> int:
     return 1 << max(0, (tiles - 1).bit_length())
 
 
+ONE_TILE = Partition(1, 1, 1, 1, 1.0)
+
+
+@lru_cache(maxsize=20_000)
+def _running_best(extents: tuple[int, int, int, int], floor: float) -> list[Partition]:
+    """Entry t-1: :func:`best_partition` for t tiles, grown on demand by that function.
+
+    A loop over the tile counts rather than a recursion on ``tiles - 1``, whose depth grew
+    with the mesh (a RecursionError from 24 x 24 tiles up); the list keeps the answers for
+    smaller counts, as the recursion's cache did."""
+    return [ONE_TILE]
+
+
 @lru_cache(maxsize=100_000)
 def best_partition(extents: tuple[int, int, int, int], tiles: int,
                    floor: float = MIN_UTILISATION) -> Partition:
     """The highest-throughput split using at most ``tiles`` tiles (one tile always works)."""
     if tiles <= 1:
-        return Partition(1, 1, 1, 1, 1.0)
-    smaller = best_partition(extents, tiles - 1, floor)
-    exact = exact_partition(extents, tiles, floor)
-    if exact is None or exact.throughput <= smaller.throughput:
-        return smaller
-    return exact
+        return ONE_TILE
+    known = _running_best(extents, floor)
+    while len(known) < tiles:
+        exact = exact_partition(extents, len(known) + 1, floor)
+        smaller = known[-1]
+        known.append(smaller if exact is None or exact.throughput <= smaller.throughput else exact)
+    return known[tiles - 1]
 
 
 def _factorisations(tiles: int, extents: tuple[int, int, int, int]) -> list[tuple[int, ...]]:

@@ -14,10 +14,11 @@ the kind's shape rule. Weights are explicit values made by ``graph.weight``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import ClassVar, Self
 
-from crane.dialects.layers.definition import LayerKind, ParamType
+from crane.dialects.layers.definition import LayerKind, Param, ParamError, ParamType, coerce
 from crane.dialects.layers.kinds import LAYER_KINDS
 from crane.dialects.layers.rules import ShapeError, fmt
 from crane.dialects.layers.values import AttrValue, Shape
@@ -46,6 +47,7 @@ from crane.ir.parser import Parser
 from crane.ir.printer import Printer
 from crane.ir.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure, SingleBlock, Symbol
 from crane.ir.types import FunctionType, ScalarType, TensorType, Type
+from crane.limits import BATCH, tensor_size_problem
 
 _ATTR_CLASS: Mapping[ParamType, type[Attribute]] = {
     ParamType.POS_INT: IntAttr, ParamType.INT: IntAttr, ParamType.FLOAT: FloatAttr,
@@ -80,6 +82,27 @@ def from_attribute(attr: Attribute) -> AttrValue:
     if isinstance(attr, DenseIntsAttr):
         return tuple(attr)
     raise VerifyError(f"unexpected attribute {attr}")
+
+
+def verify_layer_attributes(kind: LayerKind, attrs: Mapping[str, AttrValue]) -> None:
+    """Raise VerifyError for an attribute its parameter does not accept (``stride`` 0,
+    ``groups`` 0, ``heads`` 0, a NaN ``eps``) or not in resolved form (a 2-value
+    ``padding``), so that no shape rule, cost rule or lowering divides by it."""
+    for param in kind.params:
+        if param.name in attrs:
+            _verify_attribute(param, attrs[param.name])
+
+
+def _verify_attribute(param: Param, value: AttrValue) -> None:
+    try:
+        coerce(param, value)
+    except ParamError as problem:
+        raise VerifyError(f"attribute '{param.name}' {problem}") from None
+    if param.type is ParamType.PADDING and isinstance(value, tuple) and len(value) != 4:
+        raise VerifyError(f"attribute 'padding' must be resolved to 4 values (top, bottom, left, "
+                          f"right), got {len(value)}")
+    if param.type is ParamType.FLOAT and isinstance(value, float) and not math.isfinite(value):
+        raise VerifyError(f"attribute '{param.name}' must be a finite number, got {value}")
 
 
 def _tensor_shape(value: Value, what: str) -> Shape:
@@ -129,11 +152,13 @@ class LayerOp(Operation):
     def verify_op(self) -> None:
         try:
             self._verify_layer()
-        except (KeyError, AssertionError, IndexError, TypeError, ValueError) as problem:
+        except (KeyError, AssertionError, IndexError, TypeError, ValueError, ArithmeticError) as problem:
+            # A backstop: the checks below should name every bad attribute themselves.
             raise VerifyError(f"malformed attributes or operands ({type(problem).__name__}: {problem})") from None
 
     def _verify_layer(self) -> None:
         kind, attrs = self.kind, self.layer_attrs
+        verify_layer_attributes(kind, attrs)
         inputs = self.inputs
         shapes = tuple(_tensor_shape(v, f"input #{i}") for i, v in enumerate(inputs))
         high = kind.max_inputs
@@ -151,6 +176,9 @@ class LayerOp(Operation):
         result = _tensor_shape(self.results[0], "the result")
         if result != out_shape:
             raise VerifyError(f"result shape {fmt(result)} does not match the inferred {fmt(out_shape)}")
+        too_large = tensor_size_problem(result)
+        if too_large is not None:
+            raise VerifyError(f"the result is too large: {too_large}")
         expected = kind.weights(shapes, resolved)
         for (name, shape), value in zip(expected, self.weights, strict=True):
             got = _tensor_shape(value, f"weight '{name}'")
@@ -249,6 +277,14 @@ class FuncOp(Operation):
 
     def verify_op(self) -> None:
         verify_signature(self)
+        batch = self.attributes.get("batch")
+        problem = BATCH.check("'batch'", batch.value) if isinstance(batch, IntAttr) else None
+        if problem is not None:
+            raise VerifyError(problem)
+        for index, arg in enumerate(self.body.args if self.regions and self.regions[0].blocks else ()):
+            too_large = tensor_size_problem(arg.type.shape) if isinstance(arg.type, TensorType) else None
+            if too_large is not None:
+                raise VerifyError(f"argument #{index} is too large: {too_large}")
 
     def print_custom(self, p: Printer) -> None:
         print_function(p, self)

@@ -33,9 +33,11 @@ from crane.dialects.graph import (
     NamedTensorOp,
     from_attribute,
     to_attribute,
+    verify_layer_attributes,
 )
 from crane.dialects.layers.definition import LayerKind
 from crane.dialects.layers.kinds import LAYER_KINDS
+from crane.dialects.layers.rules import ShapeError, fmt
 from crane.dialects.layers.values import AttrValue, Shape
 from crane.ir.attributes import Attribute, BoolAttr, DenseIntsAttr, FloatAttr, IntAttr, StringAttr
 from crane.ir.context import Dialect
@@ -125,14 +127,28 @@ class GradOp(Operation):
 
     def verify_op(self) -> None:
         try:
+            verify_layer_attributes(self.kind, self.layer_attrs)
+            self._verify_forward()
             targets = self.differentiated()
-        except (IndexError, KeyError, TypeError, ValueError) as problem:
+        except (IndexError, KeyError, TypeError, ValueError, AssertionError, ArithmeticError) as problem:
             raise VerifyError(f"malformed operands or attributes ({problem})") from None
         if len(targets) != len(self.results):
             raise VerifyError(f"returns {len(self.results)} gradients for {len(targets)} differentiated values")
         for index, (value, result) in enumerate(zip(targets, self.results, strict=True)):
             if value.type != result.type:
                 raise VerifyError(f"gradient #{index} has type {result.type}, expected {value.type}")
+
+    def _verify_forward(self) -> None:
+        """The forward layer's shape rule holds, and the incoming gradient has its result's shape."""
+        shapes = tuple(_shape(v) for v in self.forward_inputs)
+        try:
+            out_shape, _ = self.kind.shape(shapes, self.layer_attrs)
+        except ShapeError as problem:
+            raise VerifyError(problem.message) from None
+        got = _shape(self.grad_output)
+        if got != out_shape:
+            raise VerifyError(f"the incoming gradient has shape {fmt(got)}, but the forward "
+                              f"{self.kind.name} returns {fmt(out_shape)}")
 
     def forward_macs(self) -> int:
         """MACs of the forward layer this op differentiates."""

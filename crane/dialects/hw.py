@@ -29,12 +29,14 @@ from crane.ir.core import Operation, VerifyError
 from crane.ir.location import UNKNOWN, Location
 from crane.ir.opspec import Attr, OpSpec
 from crane.ir.traits import Symbol
+from crane.limits import MACHINE as MACHINE_LIMITS
 
 MACHINE_ATTR = "crane.machine"
 """Module attribute naming (by symbol) the ``hw.machine`` the module targets."""
 
 _FIELDS = tuple(f for f in dataclasses.fields(Machine) if f.name not in ("name", "dram_ports"))
 _INT_FIELDS = frozenset(f.name for f in _FIELDS if f.type in ("int", "int | None"))
+_LIMITS_DOC = "the limits are in docs/crn-language.md"
 _OPTIONAL = frozenset(f.name for f in _FIELDS if "None" in str(f.type))
 
 
@@ -90,8 +92,10 @@ class MachineOp(Operation):
     def verify_op(self) -> None:
         for f in _FIELDS:
             attr = self.attributes.get(f.name)
-            if isinstance(attr, IntAttr | FloatAttr) and attr.value <= 0:
-                raise VerifyError(f"'{f.name}' must be positive, got {attr.value}")
+            problem = MACHINE_LIMITS[f.name].check(f"'{f.name}'", attr.value) \
+                if isinstance(attr, IntAttr | FloatAttr) else None
+            if problem is not None:
+                raise VerifyError(f"{problem} ({_LIMITS_DOC})")
         ports = self.attributes.get("dram_ports")
         flat = tuple(ports) if isinstance(ports, DenseIntsAttr) else ()
         if len(flat) % 2:

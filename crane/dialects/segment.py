@@ -75,6 +75,7 @@ from crane.ir.core import Block, Operation, Region, VerifyError
 from crane.ir.location import UNKNOWN, Location
 from crane.ir.opspec import Attr, OpSpec
 from crane.ir.traits import HasParent, NoTerminator, SingleBlock
+from crane.limits import BATCH
 
 TILES_INACTIVE = "Tiles.inactive_column"
 TILES_MISSING = "Tiles.active_column"
@@ -410,8 +411,9 @@ class ScheduleOp(Operation):
         return tuple(op for op in body[0].ops if isinstance(op, BlockOp)) if body else ()
 
     def verify_op(self) -> None:
-        if _int(self, "batch") <= 0:
-            raise VerifyError(f"'batch' must be positive, got {_int(self, 'batch')}")
+        out_of_range = BATCH.check("'batch'", _int(self, "batch"))
+        if out_of_range is not None:
+            raise VerifyError(out_of_range)
         body = self.regions[0].blocks
         strangers = [op.name for op in body[0].ops if not isinstance(op, BlockOp)] if body else []
         if strangers:

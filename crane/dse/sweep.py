@@ -37,11 +37,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from crane import limits
 from crane.dialects.layers.values import did_you_mean
 from crane.dse.sweep_file import SweepText
 from crane.frontend import units
 from crane.frontend.crn.machines import FIELDS, FieldSpec
 from crane.hardware.machine import builtin_machines
+from crane.limits.files import read_text
 from crane.schedule.policies import POLICIES
 from crane.schedule.training import RECOMPUTE
 
@@ -105,7 +107,7 @@ def read_sweep(path: str | Path) -> Sweep:
     Raises OSError when it cannot be read and :class:`crane.ir.diagnostics.DiagnosticError`
     for mistakes in it.
     """
-    text = Path(path).read_text(encoding="utf-8")
+    text = read_text(path)
     return parse_sweep(SweepText(str(path), text), Path(path).resolve().parent)
 
 
@@ -223,7 +225,7 @@ def _machine_parser(key: str) -> Callable[[Any], Change]:
     if key == "mesh":
         return _mesh
     if key in ("rows", "cols"):
-        return lambda value: ((key, _positive_int(value, f"mesh {key}")),)
+        return lambda value: ((key, _in_range(_positive_int(value, f"mesh {key}"), key, f"mesh {key}")),)
     spec = FIELDS[key]
     return lambda value: ((spec.attr, _quantity(value, key, spec)),)
 
@@ -239,8 +241,20 @@ def _positive_int(value: Any, what: str) -> int:
     return value
 
 
+def _in_range(value: Any, attr: str, what: str) -> Any:
+    """``value`` if the machine field ``attr`` may hold it (``crane.limits``), else _Invalid."""
+    problem = limits.MACHINE[attr].check(what, value)
+    if problem is not None:
+        raise _Invalid(problem)
+    return value
+
+
 def _batch(value: Any) -> Change:
-    return (("batch", _positive_int(value, "a batch size")),)
+    batch = _positive_int(value, "a batch size")
+    problem = limits.BATCH.check("a batch size", batch)
+    if problem is not None:
+        raise _Invalid(problem)
+    return (("batch", batch),)
 
 
 def _mesh(value: Any) -> Change:
@@ -250,7 +264,7 @@ def _mesh(value: Any) -> Change:
     rows, cols = int(match.group(1)), int(match.group(2))
     if rows <= 0 or cols <= 0:
         raise _Invalid(f"a mesh needs at least one row and one column, got {value!r}")
-    return (("rows", rows), ("cols", cols))
+    return (("rows", _in_range(rows, "rows", "mesh rows")), ("cols", _in_range(cols, "cols", "mesh cols")))
 
 
 def _quantity(value: Any, key: str, spec: FieldSpec) -> int | float:
@@ -272,12 +286,15 @@ def _quantity(value: Any, key: str, spec: FieldSpec) -> int | float:
                        f"e.g. \"{example}\"")
     try:
         unit = None if num is None else units.unit_def(num, den)
+        if len(number) > 40:
+            raise _Invalid(f"{key}: {number[:20]}... is not a number Crane can represent")
         amount = float(number) if re.search(r"[.eE]", number) else int(number)
         exact = units.convert(amount, unit, spec.dim, key, value.strip())
     except units.UnitError as problem:
         raise _Invalid(problem.message) from None
     if exact <= 0:
         raise _Invalid(f"{key} must be positive, got {value!r}")
+    _in_range(exact, spec.attr, key)
     if not spec.integral:
         return float(exact)
     if exact.denominator != 1:
@@ -306,13 +323,16 @@ def _objective(value: Any) -> Change:
 
 
 def _time_limit(value: Any) -> Change:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise _Invalid(f"time_limit is a positive number of seconds, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 3600:
+        raise _Invalid(f"time_limit is a positive number of seconds (at most 3600), got {value!r}")
     return (("time_limit", float(value)),)
 
 
 def _max_block(value: Any) -> Change:
-    return (("max_block", _positive_int(value, "max_block")),)
+    layers = _positive_int(value, "max_block")
+    if layers > 32:
+        raise _Invalid(f"max_block must be from 1 to 32 (as the segment pass's max-block), got {layers}")
+    return (("max_block", layers),)
 
 
 def _recompute(value: Any) -> Change:

@@ -24,6 +24,7 @@ from crane.ir.diagnostics import DiagnosticError
 from crane.ir.lexer import SourceText
 from crane.ir.location import UNKNOWN
 from crane.ir.parser import ParseError, parse_ops
+from crane.limits.files import read_bytes, read_text
 
 IR_SUFFIXES = (".mlir", ".cir")
 
@@ -43,7 +44,7 @@ class WorkloadInfo:
 def read_module(path: str | Path, context: Context) -> ModuleOp:
     """The module of a ``.crn`` or IR file; DiagnosticError for mistakes in it."""
     name = str(path)
-    text = Path(path).read_text(encoding="utf-8")
+    text = read_text(path)
     if name.endswith(IR_SUFFIXES):
         try:
             ops = parse_ops(context, text, name)
@@ -64,7 +65,7 @@ def graph_funcs(module: ModuleOp) -> list[Operation]:
 
 def inspect_workload(path: Path, context: Context) -> WorkloadInfo:
     """Digest, machine and batch of a workload (raises DiagnosticError or OSError)."""
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    digest = hashlib.sha256(read_bytes(path)).hexdigest()[:16]
     module = read_module(path, context)
     funcs = graph_funcs(module)
     if not funcs:

@@ -197,7 +197,11 @@ def run_function(func: Operation, inputs: Mapping[str, Array] | None = None, *,
     machine = _Machine(float_type, seed, is_training_step(func) if training is None else training, weights or {})
     given = dict(inputs or {})
     for arg in func.body.args:
-        _bind(machine, arg, given)
+        try:
+            _bind(machine, arg, given)
+        except MemoryError:
+            raise InterpreterError(f"input '{arg.name_hint}' needs more memory than this host has",
+                                   func) from None
     if given:
         raise InterpreterError(f"no function argument named '{sorted(given)[0]}'", func)
     for op in func.body.ops:
@@ -237,3 +241,11 @@ def _run_located(machine: _Machine, op: Operation) -> list[Array]:
         raise InterpreterError(problem.message, problem.op or op) from None
     except (ValueError, IndexError, KeyError, TypeError, AssertionError, FloatingPointError) as problem:
         raise InterpreterError(f"'{op.name}' failed: {problem}", op) from None
+    except MemoryError:
+        raise InterpreterError(f"'{op.name}' needs more memory than this host has: its tensors "
+                               f"hold {_elements(op):,} elements", op) from None
+
+
+def _elements(op: Operation) -> int:
+    values = (*op.operands, *op.results)
+    return sum(v.type.num_elements for v in values if isinstance(v.type, TensorType))

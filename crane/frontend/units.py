@@ -7,6 +7,7 @@ base units (byte, second, picojoule) and a dimension. Factors are exact fraction
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -103,6 +104,8 @@ def convert(value: int | float, unit: UnitDef | None, want: Dim, field: str, sho
     got = COUNT if unit is None else unit.dim
     if got != want:
         return _mismatch(got, want, field, shown, unit is not None)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise UnitError(f"{field} must be a finite number, got {value}", on_unit=False)
     exact = Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
     return exact * (unit.factor if unit is not None else 1)
 

@@ -53,6 +53,14 @@ class Machine:
     """Elementwise/pool/softmax operations per cycle of one tile."""
     vector_op_pj: float = 0.0873
 
+    def __hash__(self) -> int:
+        # Machines key the cost model's caches, so they are hashed on every cached call: the
+        # hash reads the fields sweeps vary (the ports, up to one per edge tile, only by
+        # number); equality still compares every field.
+        return hash((self.name, self.rows, self.cols, self.macs_per_cycle, self.sram_bytes,
+                     self.frequency_hz, self.noc_bandwidth, self.dram_bandwidth,
+                     len(self.dram_ports)))
+
     @property
     def tiles(self) -> int:
         return self.rows * self.cols

@@ -8,7 +8,9 @@ need a tokeniser of their own.
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
+from collections.abc import Iterator
 
 from crane.ir.location import FileLineColLoc
 
@@ -71,20 +73,64 @@ def _unescape_one(match: re.Match[str]) -> str:
 
 def tokenize(text: str) -> list[Token]:
     """All tokens of ``text``, ending with an ``eof`` token (or a ``bad`` one, then ``eof``)."""
-    tokens: list[Token] = []
-    append = tokens.append
+    return list(iter_tokens(text))
+
+
+def iter_tokens(text: str) -> Iterator[Token]:
+    """The tokens of ``text`` one by one, ending like :func:`tokenize`."""
     end = 0
     for match in TOKEN.finditer(text):
         kind = match.lastgroup
         if match.start() != end or kind is None:
             break
         end = match.end()
-        append(Token(kind, match.group(kind), match.start(kind), end))
+        yield Token(kind, match.group(kind), match.start(kind), end)
     start = SKIP.match(text, end).end()  # type: ignore[union-attr]
     if start < len(text):
-        append(Token("bad", text[start], start, start + 1))
-    append(Token("eof", "", len(text), len(text)))
-    return tokens
+        yield Token("bad", text[start], start, start + 1)
+    yield Token("eof", "", len(text), len(text))
+
+
+class TokenStream:
+    """The tokens of a text, made as a parser reaches them and forgotten well behind it.
+
+    A whole file's tokens at once cost about 250 bytes per token (a 20 MB tile program
+    took a gigabyte to parse); the stream holds a window of them. Parsers look ahead a
+    few tokens and back up within one construct, far less than :data:`KEEP`."""
+
+    KEEP = 4096
+    """Tokens kept behind the furthest one asked for."""
+    CHUNK = 4096
+
+    def __init__(self, text: str) -> None:
+        self._source = iter_tokens(text)
+        self._window: list[Token] = []
+        self._base = 0
+        self._ended = False
+
+    def at(self, index: int) -> Token:
+        """Token ``index`` (counting from 0 in the text); the ``eof`` token past the end."""
+        offset = index - self._base
+        if 0 <= offset < len(self._window):  # the usual case: the parser's current token
+            return self._window[offset]
+        return self._reach(index)
+
+    def _reach(self, index: int) -> Token:
+        while index - self._base >= len(self._window) and not self._ended:
+            self._fill()
+        offset = min(index - self._base, len(self._window) - 1)
+        if offset < 0:
+            raise IndexError(f"token {index} was forgotten (the window starts at {self._base})")
+        return self._window[offset]
+
+    def _fill(self) -> None:
+        if len(self._window) > 2 * self.KEEP:
+            drop = len(self._window) - self.KEEP
+            del self._window[:drop]
+            self._base += drop
+        before = len(self._window)
+        self._window.extend(itertools.islice(self._source, self.CHUNK))
+        self._ended = len(self._window) - before < self.CHUNK
 
 
 class SourceText:

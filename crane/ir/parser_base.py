@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from crane.ir.context import Context
-from crane.ir.lexer import SourceText, Token, tokenize, unescape
+from crane.ir.lexer import SourceText, Token, TokenStream, unescape
 from crane.ir.location import FileLineColLoc
 from crane.ir.types import (
     SCALAR_NAMES,
@@ -49,19 +49,17 @@ class BaseParser:
         self.context = context
         self.source = source
         self.text = source.text
-        self._tokens = tokenize(source.text)
+        self._tokens = TokenStream(source.text)
         self._index = 0
 
     # ----- tokens
 
     def peek(self, ahead: int = 0) -> Token:
         """The next token (or one further ahead) without consuming it."""
-        if not ahead:  # the index never passes the final eof token
-            return self._tokens[self._index]
-        return self._tokens[min(self._index + ahead, len(self._tokens) - 1)]
+        return self._tokens.at(self._index + ahead)  # past the end: the eof token
 
     def next(self) -> Token:
-        tok = self._tokens[self._index]
+        tok = self._tokens.at(self._index)
         if tok.kind != "eof":
             self._index += 1
         return tok
@@ -76,7 +74,7 @@ class BaseParser:
         return f"'{tok.text}'"
 
     def parse_optional_punct(self, punct: str) -> bool:
-        tok = self._tokens[self._index]
+        tok = self._tokens.at(self._index)
         if tok.text == punct and tok.kind in ("punct", "arrow", "dcolon"):
             self._index += 1
             return True
@@ -88,7 +86,7 @@ class BaseParser:
             raise self.error(f"expected '{punct}'{where}, found {self._describe(self.peek())}")
 
     def parse_optional_keyword(self, keyword: str) -> bool:
-        tok = self._tokens[self._index]
+        tok = self._tokens.at(self._index)
         if tok.kind == "ident" and tok.text == keyword:
             self._index += 1
             return True

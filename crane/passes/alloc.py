@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 from crane.alloc.assign import Allocation, AllocationError
 from crane.alloc.programs import ProgramBuffers, allocate_program, program_buffers
@@ -13,6 +14,7 @@ from crane.ir.attributes import DictAttr, FloatAttr, IntAttr
 from crane.ir.core import Operation
 from crane.ir.location import UnknownLoc
 from crane.ir.types import BufferType
+from crane.limits.ranges import PowerOfTwo
 from crane.passes.context import PassContext
 from crane.passes.pass_base import Pass
 
@@ -68,15 +70,12 @@ class Alloc(Pass):
     summary = "assign SRAM byte offsets to tile buffers (liveness, alignment, double buffering)"
     anchor = "builtin.module"
 
-    alignment: int = 64
+    alignment: Annotated[int, PowerOfTwo(2**20)] = 64
     """Byte alignment of every buffer offset."""
     double_buffer: bool = True
     """Start DMA-loaded buffers one compute step early so loads overlap compute."""
 
     def run(self, op: Operation, ctx: PassContext) -> None:
-        if self.alignment <= 0:
-            ctx.emit_error(op, f"alignment must be a positive number of bytes, got {self.alignment}")
-            return
         body = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
         programs = [p for p in body.ops if isinstance(p, ProgramOp)] if body is not None else []
         machine = machine_of(op) or Machine.edge()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated, Literal
 
 from crane.autodiff import (
     AutodiffError,
@@ -13,7 +14,9 @@ from crane.autodiff import (
     resolve_training,
 )
 from crane.dialects.graph import FuncOp
+from crane.dialects.optimizers import HYPER_RANGES
 from crane.ir.core import Operation
+from crane.limits.ranges import Between
 from crane.passes.context import PassContext
 from crane.passes.pass_base import Pass
 
@@ -39,27 +42,27 @@ class Autodiff(Pass):
     summary = "expand networks into training steps (backward ops and optimizer updates)"
     anchor = "graph.func"
 
-    optimizer: str = ""
+    optimizer: Literal["", "sgd", "momentum", "adam"] = ""
     """sgd, momentum or adam; empty keeps the training section's (sgd without one)."""
     loss: str = ""
     """Name of the loss value; empty keeps the section's (or the only loss layer)."""
-    lr: float | None = None
+    lr: Annotated[float, HYPER_RANGES["lr"]] | None = None
     """Learning rate."""
-    momentum: float | None = None
+    momentum: Annotated[float, HYPER_RANGES["momentum"]] | None = None
     """Momentum factor (momentum optimizer)."""
-    weight_decay: float | None = None
+    weight_decay: Annotated[float, HYPER_RANGES["weight_decay"]] | None = None
     """L2 weight decay added to the gradients."""
-    beta1: float | None = None
+    beta1: Annotated[float, HYPER_RANGES["beta1"]] | None = None
     """Adam first-moment decay."""
-    beta2: float | None = None
+    beta2: Annotated[float, HYPER_RANGES["beta2"]] | None = None
     """Adam second-moment decay."""
-    eps: float | None = None
+    eps: Annotated[float, HYPER_RANGES["eps"]] | None = None
     """Adam denominator epsilon."""
     nesterov: bool | None = None
     """Nesterov momentum."""
-    step: int = 1
+    step: Annotated[int, Between(1, 2**31 - 1)] = 1
     """Adam step count used for bias correction."""
-    attach_loss: str = ""
+    attach_loss: Literal["", "mse", "cross_entropy"] = ""
     """(``attach-loss``) mse or cross_entropy: first add that loss on the first output against a new
     ``%target`` argument (for networks without a loss); implies training."""
 

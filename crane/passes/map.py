@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
 from crane.cost.workload import Workload
 from crane.dialects.hw import machine_of
@@ -13,6 +13,7 @@ from crane.hardware.machine import Machine
 from crane.ir.attributes import StringAttr
 from crane.ir.core import Operation
 from crane.ir.location import UnknownLoc
+from crane.limits.ranges import Between
 from crane.mapping.from_schedule import mapping_attributes, problem_of
 from crane.mapping.heuristic import place
 from crane.mapping.hops import hop_bytes
@@ -71,13 +72,10 @@ class Map(Pass):
 
     search: Literal["heuristic", "z3"] = "heuristic"
     """heuristic (snake layouts) or z3 (Z3 minimises hop-bytes on small meshes)."""
-    timeout: float = 2.0
+    timeout: Annotated[float, Between(0, 3600, open_low=True)] = 2.0
     """Seconds of Z3 optimisation per block (search=z3)."""
 
     def run(self, op: Operation, ctx: PassContext) -> None:
-        if self.timeout <= 0:
-            ctx.emit_error(op, f"'timeout' must be positive, got {self.timeout}")
-            return
         body = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
         schedules = [s for s in (body.ops if body is not None else ()) if isinstance(s, ScheduleOp)]
         if not schedules:

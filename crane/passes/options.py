@@ -13,6 +13,17 @@ text in ``--list-passes``::
 is written ``partition{max-tiles=8 policy=ilp}``: field names are spelled with dashes.
 Errors are ``PipelineSyntaxError`` located at the offending key or value, so the driver
 renders them against the pipeline text exactly like syntax errors.
+
+A field's range is declared in its type with ``Annotated`` (the rules of
+:mod:`crane.limits.ranges`), so that one rule checks every
+pass when the pipeline is parsed (and :func:`check_option_values` when a pass is built
+in Python)::
+
+    max_tiles: Annotated[int, Between(1, 4096)] = 16
+    alignment: Annotated[int, PowerOfTwo(2**20)] = 64
+    objective: Annotated[str, Checked(parse_objective, "edp, latency, energy or 'L^p E^q'")] = "edp"
+
+``nan`` is refused for every float option; a declared range also refuses ``inf``.
 """
 
 from __future__ import annotations
@@ -21,19 +32,26 @@ import ast
 import dataclasses
 import difflib
 import inspect
+import math
 import re
 import sys
 import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+from crane.limits.ranges import Between, Checked, PowerOfTwo
 from crane.passes.pipeline_text import PassEntry, PassOption, PipelineSyntaxError, Span
 
 _INT = re.compile(r"[+-]?[0-9]+")
 _FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|nan)", re.I)
 _BOOLS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
 _NONE = "none"
+
+
+class OptionValueError(ValueError):
+    """A pass built in Python with an option value outside its declared range."""
 
 
 @dataclass(frozen=True)
@@ -150,6 +168,26 @@ def bind_options(cls: type, entry: PassEntry) -> dict[str, object]:
     return kwargs
 
 
+def check_option_values(instance: Any) -> None:
+    """Raise :class:`OptionValueError` if a field of a pass built in Python is outside the
+    range its type declares (the same rule as pipeline text, applied to the value's text)."""
+    cls = type(instance)
+    try:
+        specs = _option_specs(cls)
+    except TypeError:
+        return  # fields no pipeline can spell: such a pass is never registered
+    for spec in specs:
+        value = getattr(instance, spec.field_name)
+        if value is None:
+            continue
+        text = format_option_value(value)
+        try:
+            spec.converter.convert(text)
+        except _Rejected as rejected:
+            subject = f"option '{spec.cli_name}' of pass '{getattr(cls, 'name', cls.__name__)}'"
+            raise OptionValueError(_rejection_message(subject, spec.converter, text, rejected)) from None
+
+
 def format_option_value(value: object) -> str:
     """``value`` as option text: ``true``, ``3``, ``0.5``, ``1,2,3``, ``none``.
 
@@ -178,7 +216,18 @@ def closest_match(word: str, candidates: typing.Iterable[str]) -> str | None:
     return matches[0] if matches else None
 
 
+_SPECS: dict[type, list[_OptionSpec]] = {}
+"""Each pass class's option specs, built once (annotations are evaluated to build them)."""
+
+
 def _option_specs(cls: type) -> list[_OptionSpec]:
+    known = _SPECS.get(cls)
+    if known is None:
+        known = _SPECS[cls] = _build_option_specs(cls)
+    return known
+
+
+def _build_option_specs(cls: type) -> list[_OptionSpec]:
     if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
         raise TypeError(f"{cls!r} is not a dataclass, so it has no options")
     specs = []
@@ -228,6 +277,8 @@ def _converter_for(annotation: object) -> _Converter:
     if scalar is not None:
         return scalar
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return _constrained(_converter_for(args[0]), args[1:])
     if origin is typing.Literal:
         return _literal_converter(args)
     if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
@@ -236,6 +287,23 @@ def _converter_for(annotation: object) -> _Converter:
         inner = args[0] if args[1] is type(None) else args[1]
         return _optional_converter(_converter_for(inner))
     raise TypeError(f"unsupported option type {annotation!r}")
+
+
+def _constrained(inner: _Converter, metadata: tuple[object, ...]) -> _Converter:
+    """``inner`` narrowed by the ``Between`` / ``PowerOfTwo`` / ``Checked`` in ``metadata``."""
+    rules = [m for m in metadata if isinstance(m, Between | PowerOfTwo | Checked)]
+    noun, plural, type_text = inner.noun, inner.plural, inner.type_text
+    for rule in rules:
+        (noun, plural), type_text = rule.describe(noun, plural), rule.type_text(type_text)
+
+    def convert(text: str) -> object:
+        value = inner.convert(text)
+        for rule in rules:
+            if not rule.accepts(value):
+                raise _Rejected(hint=rule.why(value) if isinstance(rule, Checked) else "")
+        return value
+
+    return _Converter(type_text, noun, plural, convert, inner.takes_flag)
 
 
 def _item_converter(annotation: object) -> _Converter:
@@ -254,7 +322,10 @@ def _convert_int(text: str) -> object:
 def _convert_float(text: str) -> object:
     if _FLOAT.fullmatch(text) is None:
         raise _Rejected()
-    return float(text)
+    value = float(text)
+    if math.isnan(value):  # no option means anything by it; a declared range also refuses inf
+        raise _Rejected(hint=" (nan is not a number an option can take)")
+    return value
 
 
 def _convert_bool(text: str) -> object:

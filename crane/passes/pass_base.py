@@ -27,6 +27,10 @@ under each field is the help text ``--list-passes`` shows. It runs on one op (it
 | ``p{label="a b"}`` | ``label: str = ""`` |
 | ``p{limit=none}`` | ``limit: float | None = None`` |
 
+A field's type may declare its range (``Annotated[int, Between(1, 64)]``, see
+:mod:`crane.passes.options`); a value outside it is a located error in pipeline text and
+an ``OptionValueError`` when the pass is built in Python, so ``run`` never sees one.
+
 Passes keep no state between runs (they are frozen) and touch only their anchor op and
 what is nested in it, which is what makes nested pipelines well defined.
 """
@@ -35,6 +39,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
+
+from crane.passes.options import check_option_values
 
 if TYPE_CHECKING:
     from crane.ir.core import Operation
@@ -51,6 +57,10 @@ class Pass:
     """One line for ``--list-passes``."""
     anchor: ClassVar[str | None] = None
     """The op name this pass runs on; None runs on whatever op the pipeline is at."""
+
+    def __post_init__(self) -> None:
+        # Options built in Python meet the ranges pipeline text is held to.
+        check_option_values(self)
 
     def run(self, op: Operation, ctx: PassContext) -> None:
         """Transform ``op`` in place; report problems with ``ctx.emit_error``."""

@@ -6,7 +6,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Literal
+from typing import Annotated, Literal
 
 from crane.codegen.account import SramAccount, sram_account
 from crane.codegen.ownership import CodegenError
@@ -22,6 +22,8 @@ from crane.hardware.machine import Machine
 from crane.ir.attributes import StringAttr
 from crane.ir.builder import Builder, InsertPoint
 from crane.ir.core import Operation
+from crane.limits import MAX_BATCH
+from crane.limits.ranges import Between, Checked
 from crane.passes.context import PassContext
 from crane.passes.pass_base import Pass
 from crane.schedule.evaluate import BlockCost, Plan, tables_of
@@ -199,13 +201,13 @@ class Segment(Pass):
 
     policy: Literal["crane", "sequential", "tangram", "set"] = "crane"
     """crane (the full search) or one of the baselines in the same cost model."""
-    objective: str = "edp"
+    objective: Annotated[str, Checked(Objective.parse, "edp, latency, energy or 'L^p E^q'")] = "edp"
     """edp, latency, energy or 'L^p E^q'."""
-    batch: int = 0
+    batch: Annotated[int, Between(0, MAX_BATCH)] = 0
     """Samples per step; 0 keeps the graph's batch."""
-    time_limit: float = 0.05
+    time_limit: Annotated[float, Between(0, 3600, open_low=True)] = 0.05
     """Seconds per MILP solve."""
-    max_block: int = 12
+    max_block: Annotated[int, Between(1, 32)] = 12
     """Most layers in one block."""
     groups: bool = True
     """Inference with the crane and set policies: let runs of blocks form groups with
@@ -225,12 +227,6 @@ class Segment(Pass):
     a training step (the function must have a training section or be one)."""
 
     def run(self, op: Operation, ctx: PassContext) -> None:
-        try:
-            Objective.parse(self.objective)
-        except (ValueError, TypeError):
-            ctx.emit_error(op, f"unknown objective '{self.objective}' "
-                               "(expected edp, latency, energy or 'L^p E^q')")
-            return
         body = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
         funcs = [f for f in body.ops if f.name == "graph.func"] if body is not None else []
         machine = machine_of(op)

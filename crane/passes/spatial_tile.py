@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Annotated
 
 from crane.autodiff import is_training_step
 from crane.dialects.graph import FuncOp, LayerOp, WeightOp
@@ -15,6 +16,7 @@ from crane.hardware.machine import Machine
 from crane.ir.attributes import DictAttr, IntAttr, StringAttr
 from crane.ir.core import Operation
 from crane.ir.types import TensorType
+from crane.limits.ranges import Between, Checked
 from crane.passes.context import PassContext
 from crane.passes.pass_base import Pass
 from crane.tiling.chains import Chain, find_chains
@@ -170,13 +172,14 @@ class SpatialTile(Pass):
     summary = "split conv/pool chains into halo'd spatial tiles recomputed in backward"
     anchor = "graph.func"
 
-    grid: tuple[int, ...] = ()
+    grid: tuple[Annotated[int, Between(1, 4096)], ...] = ()
     """rows,cols of every segment's tile grid, or one rows,cols pair per segment; empty: automatic."""
-    segments: tuple[int, ...] = ()
+    segments: tuple[Annotated[int, Between(1, 1_000_000)], ...] = ()
     """Ops per segment, consecutive along the chains; empty: each chain is one segment (needs grid)."""
-    memory_cap: str = ""
+    memory_cap: Annotated[str, Checked(parse_size, "a size with a unit, e.g. 11GB or 10.5GiB",
+                                       empty_ok=True)] = ""
     """Automatic choice: memory a training step may use (11GB, 10.5GiB); empty: the machine's DRAM."""
-    optimizer_states: int = 1
+    optimizer_states: Annotated[int, Between(0, 16)] = 1
     """Automatic choice: optimizer tensors per weight (SGD with momentum 1, Adam 2)."""
     recompute: bool = True
     """Mark patches for recomputation in backward; false keeps their activations."""

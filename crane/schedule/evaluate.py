@@ -30,8 +30,7 @@ from crane.hardware.machine import Machine
 from crane.schedule.block import Block
 from crane.schedule.options import (
     StateOption,
-    edge_hops,
-    edge_share,
+    edge_path,
     port_hops,
     sram_hops,
     sram_share,
@@ -117,47 +116,113 @@ def direct_take(sct: ScT, n: int, state: int, src: int, dst: int) -> int:
     return max(0, sct.values[state][dst] - prev)
 
 
+class _Tally:
+    """A ``Traffic`` summed in place: each term's fields are added in the order
+    ``Traffic.__add__`` would add them, so the sums are the same floats, without an object
+    per term (state traffic is the scheduler's innermost loop)."""
+
+    __slots__ = ("dram", "hops", "read", "write", "link")
+
+    def __init__(self) -> None:
+        self.dram = self.hops = self.read = self.write = self.link = 0.0
+
+    def on_chip(self, nbytes: float, hops: float, share: float = 0.0) -> None:
+        """``+ Traffic.on_chip(nbytes, hops, share)``."""
+        self.hops += nbytes * hops
+        self.read += nbytes
+        self.write += nbytes
+        self.link += nbytes * share
+
+    def dram_read(self, nbytes: float, hops: float) -> None:
+        """``+ Traffic.dram_read(nbytes, hops)``."""
+        self.dram += nbytes
+        self.hops += nbytes * hops
+        self.write += nbytes
+
+    def dram_write(self, nbytes: float, hops: float) -> None:
+        """``+ Traffic.dram_write(nbytes, hops)``."""
+        self.dram += nbytes
+        self.hops += nbytes * hops
+        self.read += nbytes
+
+    def add(self, other: Traffic, factor: float = 1.0) -> None:
+        """``+ other`` (``factor`` != 1: ``+ other.scaled(factor)``)."""
+        if factor == 1.0:
+            self.dram += other.dram_bytes
+            self.hops += other.noc_byte_hops
+            self.read += other.sram_read_bytes
+            self.write += other.sram_write_bytes
+            self.link += other.noc_link_bytes
+            return
+        self.dram += other.dram_bytes * factor
+        self.hops += other.noc_byte_hops * factor
+        self.read += other.sram_read_bytes * factor
+        self.write += other.sram_write_bytes * factor
+        self.link += other.noc_link_bytes * factor
+
+    def merge(self, other: _Tally) -> None:
+        """``+ other`` (a sum of its own, added as one term)."""
+        self.dram += other.dram
+        self.hops += other.hops
+        self.read += other.read
+        self.write += other.write
+        self.link += other.link
+
+    def traffic(self) -> Traffic:
+        return Traffic(self.dram, self.hops, self.read, self.write, self.link)
+
+
 def _state_traffic(plan: Plan, state: int, opt: StateOption, machine: Machine) -> Traffic:
     """Inter-layer and boundary traffic of one state (Dep^C, Dep^S, Dep^D)."""
+    return _state_tally(plan, state, opt, machine).traffic()
+
+
+def _state_tally(plan: Plan, state: int, opt: StateOption, machine: Machine) -> _Tally:
+    """:func:`_state_traffic`, still open for more terms."""
     block, b, sct = plan.block, plan.subbatch, plan.sct
     s = plan.workloads[state]
-    total = Traffic()
+    total = _Tally()
     for e in block.edges:
         if not is_active(block.n, state, e.dst):
             continue
         d = direct_take(sct, block.n, state, e.src, e.dst)
         if d:
-            total = total + Traffic.on_chip(e.bytes * b * d, edge_hops(machine, opt, e.src, e.dst),
-                                            edge_share(machine, opt, e.src, e.dst))
+            total.on_chip(e.bytes * b * d, *edge_path(machine, opt, e.src, e.dst))
         stored = e.bytes * b * (s - d)
-        total = total + (Traffic.on_chip(stored, *held_path(block, b, machine, state, e.src,
-                                                            opt.region(e.dst)))
-                         if plan.fused[e.src]
-                         else Traffic.dram_read(stored, port_hops(machine, opt, e.dst)))
+        if plan.fused[e.src]:
+            total.on_chip(stored, *held_path(block, b, machine, state, e.src, opt.region(e.dst)))
+        else:
+            total.dram_read(stored, port_hops(machine, opt, e.dst))
     for m in opt.columns:
-        total = total + _producer_traffic(plan, state, m, opt, machine)
+        total.merge(_producer_traffic(plan, state, m, opt, machine))
     return total
 
 
 def _producer_traffic(plan: Plan, state: int, m: int, opt: StateOption,
-                      machine: Machine) -> Traffic:
+                      machine: Machine) -> _Tally:
     block, b, s = plan.block, plan.subbatch, plan.workloads[state]
-    layer = block.layers[m]
-    total = Traffic()
+    total = _Tally()
     ext_in = block.external_in[m] * b * s
-    total = total + (Traffic.on_chip(ext_in, sram_hops(machine, opt, m), sram_share(machine, opt, m))
-                     if block.in_from_sram
-                     else Traffic.dram_read(ext_in, port_hops(machine, opt, m)))
+    if block.in_from_sram:
+        total.on_chip(ext_in, sram_hops(machine, opt, m), sram_share(machine, opt, m))
+    else:
+        total.dram_read(ext_in, port_hops(machine, opt, m))
     ext_out = block.external_out[m] * b * s
-    total = total + (Traffic(sram_write_bytes=ext_out) if block.out_to_sram
-                     else Traffic.dram_write(ext_out, port_hops(machine, opt, m)))
+    _store(total, ext_out, block.out_to_sram, port_hops(machine, opt, m))
     consumers = block.consumers(m)
-    if not consumers:
-        return total
-    kept = max(s - direct_take(plan.sct, block.n, state, m, e.dst) for e in consumers)
-    nbytes = layer.output_bytes * b * kept
-    return total + (Traffic(sram_write_bytes=nbytes) if plan.fused[m]
-                    else Traffic.dram_write(nbytes, port_hops(machine, opt, m)))
+    if consumers:
+        kept = max(s - direct_take(plan.sct, block.n, state, m, e.dst) for e in consumers)
+        _store(total, block.layers[m].output_bytes * b * kept, plan.fused[m],
+               port_hops(machine, opt, m))
+    return total
+
+
+def _store(total: _Tally, nbytes: float, on_chip: bool, port_hops: float) -> None:
+    """Bytes a column leaves in SRAM (``on_chip``: a write) or in DRAM (through its port)."""
+    if on_chip:
+        total.write += nbytes
+    else:
+        total.dram_write(nbytes, port_hops)
 
 
 def held(plan: Plan, state: int, column: int) -> int:
@@ -248,17 +313,17 @@ def state_cost(plan: Plan, state: int, machine: Machine, backward: bool = False)
     if plan.workloads[state] == 0:
         return StateCost(0.0, 0.0, Traffic(), 0.0)
     opts = state_options(plan.block, state, plan.subbatch, machine, backward)
-    inner = _state_traffic(plan, state, opts[0], machine)
-    step, comp = inner, 0.0
-    energy = traffic_energy(inner, machine)
+    tally, comp = _state_tally(plan, state, opts[0], machine), 0.0
+    energy = traffic_energy(tally.traffic(), machine)
     for opt, count in zip(opts, plan.mix[state], strict=True):
         comp += count * opt.cycles
         # opt.energy_pj already prices the re-streamed weights in opt.traffic.
         energy += count * opt.energy_pj
-        step = step + opt.traffic.scaled(count)
+        tally.add(opt.traffic, count)
         if count:
-            step = step + opt.weight_load
+            tally.add(opt.weight_load)
             energy += traffic_energy(opt.weight_load, machine)
+    step = tally.traffic()
     used = [opt for opt, count in zip(opts, plan.mix[state], strict=True) if count]
     lead = max((opt.lead for opt in used), default=0.0)
     tail = max((opt.tail for opt in used), default=0.0)
@@ -273,6 +338,7 @@ def state_latencies(plan: Plan, machine: Machine, backward: bool = False) -> tup
                  for i in range(num_states(plan.block.n)))
 
 
+@lru_cache(maxsize=100_000)
 def evaluate(plan: Plan, machine: Machine, sram_reserved: float = 0.0,
              backward: bool = False) -> BlockCost:
     """Latency, energy, traffic and peak storage of a plan (see the module docstring)."""

@@ -24,7 +24,7 @@ from crane.cost.traffic import Traffic, dram_cycles, link_cycles, noc_time, traf
 from crane.cost.workload import LayerWork
 from crane.dialects.segment_tables import active_columns
 from crane.hardware.machine import Machine
-from crane.schedule.block import Block
+from crane.schedule.block import Block, Edge
 
 SPLITS = ("balanced", "flops")
 
@@ -64,6 +64,26 @@ class StateOption:
         return self.regions[self.columns.index(column)]
 
 
+@dataclass(frozen=True, slots=True)
+class StateView:
+    """What the splits of a state depend on: its active columns (block-local numbers), their
+    layers, the block's edges between them, their inputs from outside the block and where
+    those come from. Blocks with the same view share their options (the fill states of
+    every block with one start, each boundary's variants of one block)."""
+
+    columns: tuple[int, ...]
+    layers: tuple[LayerWork, ...]
+    edges: tuple[Edge, ...]
+    external_in: tuple[int, ...]
+    in_from_sram: bool
+
+    @classmethod
+    def of(cls, block: Block, columns: tuple[int, ...]) -> StateView:
+        return cls(columns, tuple(block.layers[c] for c in columns),
+                   tuple(e for e in block.edges if e.src in columns and e.dst in columns),
+                   tuple(block.external_in[c] for c in columns), block.in_from_sram)
+
+
 def _cycles(layer: LayerWork, batch: int, tiles: int, machine: Machine,
             backward: bool) -> float:
     macs = (layer.backward_macs if backward else layer.macs) * batch
@@ -72,14 +92,14 @@ def _cycles(layer: LayerWork, batch: int, tiles: int, machine: Machine,
                        machine.macs_per_cycle, machine.vector_lanes)
 
 
-def balanced_split(block: Block, columns: tuple[int, ...], batch: int, tiles: int,
-                   machine: Machine, backward: bool = False) -> tuple[int, ...] | None:
-    """Greedy min-max tile counts: each column starts with the fewest tiles its working
-    set fits (``crane.cost.layer.min_tiles``), each spare tile goes to the currently
-    slowest column. None when the columns' minimums exceed ``tiles``."""
-    if len(columns) == 1:
+def balanced_split(layers: tuple[LayerWork, ...], batch: int, tiles: int, machine: Machine,
+                   backward: bool = False) -> tuple[int, ...] | None:
+    """Greedy min-max tile counts of a state's active layers: each starts with the fewest
+    tiles its working set fits (``crane.cost.layer.min_tiles``), each spare tile goes to
+    the currently slowest layer. None when the layers' minimums exceed ``tiles``."""
+    if len(layers) == 1:
         return (tiles,)
-    return _balanced(tuple(block.layers[c] for c in columns), batch, tiles, machine, backward)
+    return _balanced(layers, batch, tiles, machine, backward)
 
 
 @lru_cache(maxsize=400_000)
@@ -100,44 +120,44 @@ def _balanced(layers: tuple[LayerWork, ...], batch: int, tiles: int, machine: Ma
     return tuple(counts)
 
 
-def flops_split(block: Block, columns: tuple[int, ...], tiles: int, backward: bool = False,
+def flops_split(layers: tuple[LayerWork, ...], tiles: int, backward: bool = False,
                 floors: tuple[int, ...] | None = None) -> tuple[int, ...] | None:
-    """Tiles in proportion to work (MACs, or vector ops for MAC-free layers), at least
-    ``floors`` (one by default); None when the floors exceed ``tiles``."""
-    low = floors or (1,) * len(columns)
+    """Tiles in proportion to the active layers' work (MACs, or vector ops for MAC-free
+    layers), at least ``floors`` (one by default); None when the floors exceed ``tiles``."""
+    low = floors or (1,) * len(layers)
     if sum(low) > tiles:
         return None
-    work = [_work(block, c, backward) for c in columns]
+    work = [_work(layer, backward) for layer in layers]
     total = sum(work) or 1.0
     counts = [max(f, int(tiles * w / total)) for f, w in zip(low, work, strict=True)]
     while sum(counts) > tiles:
         above = [k for k in range(len(counts)) if counts[k] > low[k]]
         counts[max(above, key=lambda k: counts[k])] -= 1
     spare = tiles - sum(counts)
-    order = sorted(range(len(columns)), key=lambda k: -work[k])
+    order = sorted(range(len(layers)), key=lambda k: -work[k])
     for k in order[:spare]:
         counts[k] += 1
     return tuple(counts)
 
 
-def _work(block: Block, column: int, backward: bool) -> float:
-    layer = block.layers[column]
+def _work(layer: LayerWork, backward: bool) -> float:
     macs = layer.backward_macs if backward else layer.macs
     vec = layer.backward_vector_ops if backward else layer.vector_ops
     return float(macs) or vec / 64.0
 
 
-def _option(block: Block, split: str, columns: tuple[int, ...], counts: tuple[int, ...],
-            batch: int, machine: Machine, backward: bool) -> StateOption:
+def _option(view: StateView, split: str, counts: tuple[int, ...], batch: int,
+            machine: Machine, backward: bool) -> StateOption:
+    columns = view.columns
     regions = split_regions(0, counts)
     cycles, energy = 0.0, 0.0
     step, load = Traffic(), Traffic()
     spread = 0.0
-    for column, region in zip(columns, regions, strict=True):
-        cost = layer_cost(block.layers[column], batch, region, machine, backward)
+    for layer, region in zip(view.layers, regions, strict=True):
+        cost = layer_cost(layer, batch, region, machine, backward)
         cycles = max(cycles, cost.cycles)
         energy += cost.energy_pj
-        spread = max(spread, weight_spread_cycles(block.layers[column], cost.partition, machine))
+        spread = max(spread, weight_spread_cycles(layer, cost.partition, machine))
         # Copies a split forwards between its tiles (priced in energy_pj) take NoC time.
         step = step + Traffic(noc_byte_hops=cost.operand_traffic.noc_byte_hops,
                               noc_link_bytes=cost.operand_traffic.noc_link_bytes)
@@ -151,11 +171,10 @@ def _option(block: Block, split: str, columns: tuple[int, ...], counts: tuple[in
     chip = TileRun(0, mesh.tiles)
     at = {c: r for c, r in zip(columns, regions, strict=True)}
     edges = tuple((e.src, e.dst, mean_hops(mesh, at[e.src], at[e.dst]),
-                   link_share(mesh, at[e.src], at[e.dst])) for e in block.edges
-                  if e.src in at and e.dst in at)
+                   link_share(mesh, at[e.src], at[e.dst])) for e in view.edges)
     weights = max(_transfer_cycles(load, machine), spread if load.dram_bytes else 0.0)
     lead = weights + max(
-        (_input_cycles(block, c, batch, r, machine) for c, r in zip(columns, regions, strict=True)),
+        (_input_cycles(view, k, batch, r, machine) for k, r in enumerate(regions)),
         default=0.0)
     return StateOption(split, columns, regions, cycles, energy, step, load,
                        tuple(mean_hops(mesh, chip, r) for r in regions),
@@ -168,13 +187,13 @@ def _transfer_cycles(traffic: Traffic, machine: Machine) -> float:
     return max(dram_cycles(traffic.dram_bytes, machine), noc_time(traffic, machine.tiles, machine))
 
 
-def _input_cycles(block: Block, column: int, batch: int, region: TileRun, machine: Machine) -> float:
-    """One step's inputs from outside the block reaching a column's region: through DRAM,
-    or over the region's links when the block's inputs stay on chip."""
-    nbytes = block.external_in[column] * batch
+def _input_cycles(view: StateView, k: int, batch: int, region: TileRun, machine: Machine) -> float:
+    """One step's inputs from outside the block reaching the region of the view's k-th
+    column: through DRAM, or over the region's links when the block's inputs stay on chip."""
+    nbytes = view.external_in[k] * batch
     if not nbytes:
         return 0.0
-    if block.in_from_sram:
+    if view.in_from_sram:
         chip = TileRun(0, machine.tiles)
         return link_cycles(nbytes * link_share(Mesh.of(machine), chip, region), machine)
     return dram_cycles(nbytes, machine)
@@ -187,18 +206,34 @@ def state_options(block: Block, state: int, batch: int, machine: Machine,
     """Distinct candidate splits of ``state`` for sub-batches of ``batch`` samples."""
     columns = active_columns(block.n, state)
     budget = tiles or machine.tiles
-    backward = backward or block.backward
     if len(columns) > budget:
         return ()
+    return view_options(StateView.of(block, columns), batch, machine,
+                        backward or block.backward, splits, budget)
+
+
+@lru_cache(maxsize=400_000)
+def view_options(view: StateView, batch: int, machine: Machine, backward: bool,
+                 splits: tuple[str, ...], budget: int) -> tuple[StateOption, ...]:
+    """:func:`state_options` of a state seen through its view, on ``budget`` tiles."""
     seen: dict[tuple[int, ...], str] = {}
-    floors = tuple(min_tiles(block.layers[c], batch, machine, backward) for c in columns)
+    floors = tuple(min_tiles(layer, batch, machine, backward) for layer in view.layers)
     for split in splits:
-        counts = (balanced_split(block, columns, batch, budget, machine, backward)
-                  if split == "balanced" else flops_split(block, columns, budget, backward, floors))
+        counts = (balanced_split(view.layers, batch, budget, machine, backward)
+                  if split == "balanced" else flops_split(view.layers, budget, backward, floors))
         if counts is not None:
             seen.setdefault(counts, split)
-    return tuple(_option(block, split, columns, counts, batch, machine, backward)
+    return tuple(_option(view, split, counts, batch, machine, backward)
                  for counts, split in seen.items())
+
+
+def edge_path(machine: Machine, option: StateOption, src: int, dst: int) -> tuple[float, float]:
+    """(:func:`edge_hops`, :func:`edge_share`) of a transfer, from one look-up."""
+    for a, b, hops, share in option.edges:
+        if (a, b) == (src, dst):
+            return hops, share
+    mesh, at, to = Mesh.of(machine), option.region(src), option.region(dst)
+    return mean_hops(mesh, at, to), link_share(mesh, at, to)
 
 
 def edge_hops(machine: Machine, option: StateOption, src: int, dst: int) -> float:

@@ -161,11 +161,23 @@ class Model:
         if len(ints):
             kinds = np.full(len(ints), highspy.HighsVarType.kInteger)
             h.changeColsIntegrality(len(ints), ints, kinds)
-        for expr, lb, ub, _ in self.rows:
-            idx = np.array(list(expr.terms.keys()), dtype=np.int32)
-            val = np.array(list(expr.terms.values()), dtype=np.float64)
-            h.addRow(lb, ub, len(idx), idx, val)
+        if self.rows:
+            self._add_rows(h)
         return h
+
+    def _add_rows(self, h: highspy.Highs) -> None:
+        """Every constraint in one call (compressed rows, in order): the model HiGHS gets is
+        the one row-by-row ``addRow`` calls would build."""
+        lower = np.array([lb for _, lb, _, _ in self.rows], dtype=np.float64)
+        upper = np.array([ub for _, _, ub, _ in self.rows], dtype=np.float64)
+        lengths = [len(expr.terms) for expr, _, _, _ in self.rows]
+        starts = np.zeros(len(self.rows), dtype=np.int32)
+        np.cumsum(lengths[:-1], out=starts[1:])
+        index = np.fromiter((var for expr, _, _, _ in self.rows for var in expr.terms),
+                            dtype=np.int32, count=sum(lengths))
+        value = np.fromiter((coef for expr, _, _, _ in self.rows for coef in expr.terms.values()),
+                            dtype=np.float64, count=sum(lengths))
+        h.addRows(len(self.rows), lower, upper, len(index), starts, index, value)
 
     def polish(self, values: np.ndarray, time_limit: float | None = None) -> Solution:
         """Re-solve with every integer variable fixed at its value in ``values`` (an LP).

@@ -23,12 +23,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from crane.tools.exit_codes import (
-    EXIT_INTERNAL,
-    EXIT_INTERRUPTED,
-    EXIT_USAGE,
-    UsageError,
-)
+from crane.tools.exit_codes import EXIT_INTERRUPTED
 
 
 def _positive(text: str) -> int:
@@ -93,22 +88,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exc:  # argparse reports usage errors itself, with status 2
         return int(exc.code or 0)
-    try:
-        return _dispatch(args)
-    except UsageError as problem:
-        print(f"crane-dse: error: {problem}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("crane-dse: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        raise
-    except Exception as exc:
-        if args.debug:
-            raise
-        print(f"crane-dse: internal error: {type(exc).__name__}: {exc} (this is a bug in "
-              "Crane; rerun with --debug for a traceback)", file=sys.stderr)
-        return EXIT_INTERNAL
+    from crane.tools.guard import guarded
+
+    return guarded("crane-dse", lambda: _dispatch(args), args.debug, interrupted=EXIT_INTERRUPTED)
 
 
 def _dispatch(args: argparse.Namespace) -> int:

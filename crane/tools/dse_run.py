@@ -26,6 +26,7 @@ from crane.dse.run import Lost, dask_client, run_dask, run_serial
 from crane.dse.sweep import Sweep, read_sweep
 from crane.dse.workload import inspect_workload
 from crane.ir.diagnostics import DiagnosticError, SourceManager, render
+from crane.limits.files import read_text
 from crane.tools.dse_point import describe, evaluate
 from crane.tools.exit_codes import EXIT_DIAGNOSTICS, EXIT_INTERRUPTED, EXIT_OK, UsageError
 
@@ -46,7 +47,7 @@ def _report(problem: DiagnosticError, sources: SourceManager) -> int:
             continue
         if sources.line(position.file, 1) is None:
             with suppress(OSError, UnicodeDecodeError):
-                sources.add(position.file, Path(position.file).read_text(encoding="utf-8"))
+                sources.add(position.file, read_text(position.file))
         _print(render(diag, sources))
     return EXIT_DIAGNOSTICS
 
@@ -221,7 +222,7 @@ def _plot(records: list[dict[str, Any]], output: str, per_sample: bool,
     except ValueError as problem:
         raise UsageError(str(problem)) from None
     except OSError as problem:
-        raise UsageError(f"cannot write '{output}': {problem.strerror}") from None
+        raise UsageError(f"-o: cannot write '{output}': {problem.strerror}") from None
     print(front_table(drawn, per_sample, PLOT_COLUMNS))
     _print(f"crane-dse: wrote {output}")
 

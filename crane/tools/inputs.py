@@ -10,15 +10,15 @@ options (``--onnx-batch``...) gets them as a fourth argument when some are given
 from __future__ import annotations
 
 import importlib
-import sys
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 
 from crane.dialects.builtin import ModuleOp, as_module
 from crane.ir.context import Context
 from crane.ir.diagnostics import DiagnosticError
 from crane.ir.lexer import SourceText
 from crane.ir.parser import ParseError, parse_ops
+from crane.limits import MAX_MODEL_BYTES
+from crane.limits.files import read_bytes, read_text
 
 Translator = Callable[..., ModuleOp]
 """``(text, filename, context)`` or ``(text, filename, context, options)`` -> module."""
@@ -57,11 +57,12 @@ def parse_ir(text: str, filename: str, context: Context) -> ModuleOp:
 def read_source(path: str, fmt: str) -> str | bytes:
     """The contents of ``path`` (``-``: standard input) as the format ``fmt`` reads them.
 
+    Only a regular file (or standard input), at most :data:`crane.limits.MAX_FILE_BYTES`
+    of text or :data:`crane.limits.MAX_MODEL_BYTES` of a binary model (``crane.limits.files``).
     Raises OSError or UnicodeDecodeError; the tools turn them into usage errors."""
-    binary = fmt in BINARY_FORMATS
-    if path == "-":
-        return sys.stdin.buffer.read() if binary else sys.stdin.read()
-    return Path(path).read_bytes() if binary else Path(path).read_text(encoding="utf-8")
+    if fmt in BINARY_FORMATS:
+        return read_bytes(path, MAX_MODEL_BYTES)
+    return read_text(path)
 
 
 def parse_dims(specs: Sequence[str]) -> dict[str, int]:

@@ -50,8 +50,10 @@ def _search_path() -> list[Path]:
 
 
 def _from_file(path: Path, wanted: str | None) -> Machine:
-    if not path.is_file():
+    if not path.exists():
         raise MachineNotFound(f"machine file '{path}' does not exist")
+    if not path.is_file():
+        raise MachineNotFound(f"machine file '{path}' is not a regular file")
     try:
         machines = load_machines(path)
     except CrnErrors as problem:

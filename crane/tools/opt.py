@@ -15,11 +15,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from crane.tools.exit_codes import EXIT_INTERNAL
-
 if TYPE_CHECKING:
     from crane.tools.opt_run import Invocation
-
 
 
 def _comma_list(text: str) -> frozenset[str]:
@@ -104,18 +101,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _guarded(invocation: Invocation, debug: bool) -> int:
-    try:
-        return invocation.run()
-    except KeyboardInterrupt:
-        print("crane-opt: interrupted", file=sys.stderr)
-        return EXIT_INTERNAL
-    except Exception as exc:
-        if debug:
-            raise
-        invocation.write_crash_reproducer()
-        print(f"crane-opt: internal error: {type(exc).__name__}: {exc} "
-              "(this is a bug in Crane; rerun with --debug for a traceback)", file=sys.stderr)
-        return EXIT_INTERNAL
+    from crane.tools.guard import guarded
+
+    return guarded("crane-opt", invocation.run, debug, on_crash=invocation.write_crash_reproducer)
 
 
 def console_main() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from crane.atomic import write_atomically
 from crane.dialects import default_context
@@ -13,6 +12,8 @@ from crane.dialects.builtin import ModuleOp
 from crane.hardware.machine import Machine
 from crane.highlight import color_diagnostics, colorize, use_color
 from crane.ir.diagnostics import DiagnosticEngine, render
+from crane.limits import MAX_BATCH
+from crane.limits.files import describe
 from crane.passes.manager import format_statistics, format_timing
 from crane.passes.pipeline import OpPipeline, build_pipeline, format_built
 from crane.passes.pipeline_text import PipelineSyntaxError
@@ -25,6 +26,7 @@ from crane.passes.plugins import (
 from crane.passes.registry import PassRegistry
 from crane.tools.exit_codes import EXIT_DIAGNOSTICS, EXIT_OK, EXIT_USAGE, UsageError
 from crane.tools.expected_diagnostics import verify_diagnostics
+from crane.tools.guard import check_whole
 from crane.tools.inputs import input_format, parse_dims, read_source
 from crane.tools.ir_printing import IRPrinting, IRPrintingOptions
 from crane.tools.list_passes import format_pass_list
@@ -104,14 +106,12 @@ class Invocation:
     def _read_input(self) -> tuple[str | bytes, str]:
         name = self.args.input
         fmt = input_format("<stdin>" if name == "-" else name, self.args.input_format)
-        if name == "-":
-            return read_source(name, fmt), "<stdin>"
         try:
-            return read_source(name, fmt), name
+            return read_source(name, fmt), "<stdin>" if name == "-" else name
         except FileNotFoundError as exc:
             raise UsageError(f"cannot open input file '{name}': no such file") from exc
         except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read input file '{name}': {exc}") from exc
+            raise UsageError(f"cannot read input file '{name}': {describe(exc)}") from exc
 
     def _session(self, pipeline: OpPipeline | None, filename: str) -> OptSession:
         args = self.args
@@ -138,7 +138,7 @@ class Invocation:
         try:
             return resolve_machine(spec)
         except MachineNotFound as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(f"--machine: {exc}") from None
 
     def _frontend_options(self, fmt: str) -> dict[str, object]:
         """``--onnx-*``, for the ONNX frontend only (``--machine`` retargets any input)."""
@@ -149,6 +149,7 @@ class Invocation:
             raise UsageError(str(exc)) from None
         if args.onnx_batch is not None and args.onnx_batch <= 0:
             raise UsageError(f"--onnx-batch must be positive, got {args.onnx_batch}")
+        check_whole("--onnx-batch", args.onnx_batch, 1, MAX_BATCH)
         given = {"batch": args.onnx_batch, "dims": dims or None, "weights": args.onnx_weights}
         options = {key: value for key, value in given.items() if value is not None}
         if options and fmt != "onnx":
@@ -200,7 +201,7 @@ class Invocation:
         if self.args.cost_report == "-":
             print(format_cost_table(report), file=sys.stderr)
             return True
-        self._write_atomically(self.args.cost_report, json.dumps(report, indent=2) + "\n")
+        self._write_atomically(self.args.cost_report, json.dumps(report, indent=2) + "\n", "--cost-report")
         return True
 
     def _report(self, result: ChunkResult, raw: str, first_line: int, filename: str) -> bool:
@@ -228,14 +229,14 @@ class Invocation:
         if target is None or target == "-":
             sys.stdout.write(colorize(text, "ir") if use_color(self.args.color, sys.stdout) else text)
             return
-        self._write_atomically(target, text)
+        self._write_atomically(target, text, "-o")
 
     @staticmethod
-    def _write_atomically(target: str, text: str) -> None:
+    def _write_atomically(target: str, text: str, flag: str) -> None:
         try:
             write_atomically(target, text)
         except OSError as exc:
-            raise UsageError(f"cannot write '{target}': {exc.strerror or exc}") from exc
+            raise UsageError(f"{flag}: cannot write '{target}': {exc.strerror or exc}") from exc
 
     def write_crash_reproducer(self) -> None:
         """Input plus pipeline, so that the crash can be replayed (``--crash-reproducer``)."""
@@ -245,5 +246,10 @@ class Invocation:
         pipeline = self.args.pipeline or ""
         header = (f"// crane-opt crash reproducer\n// RUN: crane-opt %s -p '{pipeline}'"
                   f"{' --split-input-file' if self.args.split_input_file else ''}\n")
-        Path(target).write_text(header + self.input_text, encoding="utf-8")
+        try:
+            write_atomically(target, header + self.input_text)
+        except OSError as exc:
+            print(f"crane-opt: error: --crash-reproducer: cannot write '{target}': "
+                  f"{exc.strerror or exc}", file=sys.stderr)
+            return
         print(f"crane-opt: wrote a crash reproducer to {target}", file=sys.stderr)

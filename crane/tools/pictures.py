@@ -67,7 +67,7 @@ def emit_picture(module: ModuleOp | None, request: PictureRequest) -> int:
     try:
         write_atomically(request.output, data)
     except OSError as exc:
-        print(f"crane-opt: error: cannot write '{request.output}': {exc.strerror}",
+        print(f"crane-opt: error: -o: cannot write '{request.output}': {exc.strerror}",
               file=sys.stderr)
         return EXIT_USAGE
     return EXIT_OK

@@ -12,7 +12,8 @@ the function with the ``autodiff`` library first (the file's training section, o
 by ``--optimizer`` / ``--lr``) unless it already is a training step. Every
 output is summarised as ``name shape mean std first-values``; ``--save DIR`` writes
 ``DIR/<name>.npy``. Mistakes are reported with their location or as one line; the exit
-status is 1 for errors in the input or the run, 2 for bad command-line usage.
+status is 1 for errors in the input or the run, 2 for bad command-line usage, 3 for an
+internal error (one line; ``--debug`` shows the traceback).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from crane.atomic import atomic_output
 from crane.autodiff import (
     AutodiffError,
     TrainingConfigError,
@@ -36,8 +38,12 @@ from crane.dialects.graph import FuncOp
 from crane.exec.interpreter import InterpreterError, run_function
 from crane.ir.core import Operation, VerifyError
 from crane.ir.diagnostics import Diagnostic, DiagnosticError, Severity, SourceManager, render
+from crane.ir.types import TensorType
 from crane.ir.verifier import verify
+from crane.limits import MAX_BATCH
+from crane.limits.files import STDIN, check_regular, describe, read_text
 from crane.tools.exit_codes import UsageError
+from crane.tools.guard import MAX_SEED, check_finite, check_whole, guarded
 from crane.tools.inputs import input_format, parse_dims, read_source, translate
 
 
@@ -63,14 +69,35 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--lr", type=float, default=None, help="override the learning rate")
     parser.add_argument("--save", default=None, metavar="DIR", help="write every output to DIR/<name>.npy")
     parser.add_argument("--show", type=int, default=4, help="how many leading values to print (default 4)")
+    parser.add_argument("--max-memory", type=float, default=2.0, metavar="GIB",
+                        help="refuse a network whose tensors need more than this many GiB "
+                             "(default 2): the interpreter keeps every value of the run, and its kernels "
+                             "need about twice as much again for temporaries")
+    parser.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
     return parser
+
+
+def check_flags(args: argparse.Namespace) -> None:
+    """UsageError for a number flag outside its range (shared with ``crane-sim``)."""
+    check_whole("--seed", args.seed, 0, MAX_SEED)
+    check_whole("--show", args.show, 0, 1_000_000)
+    check_finite("--lr", getattr(args, "lr", None), 0.0, above=True)
+    check_finite("--max-memory", getattr(args, "max_memory", None), 0.0, above=True)
+    if getattr(args, "onnx_batch", None) is not None and args.onnx_batch > 0:
+        check_whole("--onnx-batch", args.onnx_batch, 1, MAX_BATCH)
+
+
+def flag_of(what: str) -> str:
+    """The flag a file named in a message came from: ``input 'x'`` from ``--input``."""
+    return "--input" if what.startswith("input") else "--weights"
 
 
 def _load_npy(path: str, what: str) -> np.ndarray:
     try:
+        check_regular(path)
         return np.asarray(np.load(path, allow_pickle=False))
     except (OSError, ValueError, EOFError) as problem:
-        raise UsageError(f"cannot read {what} '{path}': {problem}") from None
+        raise UsageError(f"{flag_of(what)}: cannot read {what} '{path}': {problem}") from None
 
 
 def _inputs(specs: Sequence[str]) -> dict[str, np.ndarray]:
@@ -96,10 +123,11 @@ def _weights(directory: str | None) -> dict[str, np.ndarray]:
 
 def _load_npz(path: str) -> dict[str, np.ndarray]:
     try:
+        check_regular(path)
         with np.load(path, allow_pickle=False) as archive:
             return {name: np.asarray(archive[name]) for name in archive.files}
     except (OSError, ValueError, EOFError) as problem:
-        raise UsageError(f"cannot read weights '{path}': {problem}") from None
+        raise UsageError(f"--weights: cannot read weights '{path}': {problem}") from None
 
 
 def _onnx(args: argparse.Namespace) -> tuple[Operation, dict[str, np.ndarray]]:
@@ -116,7 +144,7 @@ def _onnx(args: argparse.Namespace) -> tuple[Operation, dict[str, np.ndarray]]:
     try:
         data = read_source(args.input, "onnx")
     except OSError as problem:
-        raise UsageError(f"cannot read input file '{name}': {problem.strerror or problem}") from None
+        raise UsageError(f"cannot read input file '{name}': {describe(problem)}") from None
     imported = import_onnx_with_weights(data, batch=args.onnx_batch, dims=dims, filename=name)
     return imported.module, imported.weights
 
@@ -127,13 +155,18 @@ def _pick_function(module: Operation, name: str | None) -> FuncOp:
         symbol = getattr(func.attributes.get("sym_name"), "value", None)
         if name is None or symbol == name:
             return func
-    raise UsageError(f"no graph.func named '{name}'" if name else "the input holds no graph.func")
+    if name:
+        raise UsageError(f"--func: no graph.func named '{name}'")
+    raise DiagnosticError.at(module.location, "the input holds no graph.func to run")
 
 
 def _train(func: FuncOp, args: argparse.Namespace) -> None:
     if is_training_step(func):
         return
-    config = resolve_training(func.attributes.get("training"), args.optimizer, "", {"lr": args.lr})
+    try:
+        config = resolve_training(func.attributes.get("training"), args.optimizer, "", {"lr": args.lr})
+    except TrainingConfigError as problem:  # the training section's values
+        raise DiagnosticError.at(func.location, str(problem)) from None
     if config is None:
         config = resolve_training(None, "sgd")
     assert config is not None
@@ -162,23 +195,23 @@ def _save(outputs: dict[str, np.ndarray], directory: str) -> None:
     try:
         root.mkdir(parents=True, exist_ok=True)
         for name, array in outputs.items():
-            np.save(root / f"{name}.npy", array)
+            with atomic_output(root / f"{name}.npy", binary=True) as handle:
+                np.save(handle, array)
     except OSError as problem:
-        raise UsageError(f"cannot write to '{directory}': {problem}") from None
+        raise UsageError(f"--save: cannot write to '{directory}': {problem}") from None
 
 
 def _read_input(path: str) -> tuple[str, str]:
     """The input text and the name diagnostics give it."""
     try:
-        if path == "-":
-            return sys.stdin.read(), "<stdin>"
-        return Path(path).read_text(encoding="utf-8"), path
+        return read_text(path), "<stdin>" if path == STDIN else path
     except (OSError, UnicodeDecodeError) as problem:
-        raise UsageError(f"cannot read input file '{path}': {problem}") from None
+        raise UsageError(f"cannot read input file '{path}': {describe(problem)}") from None
 
 
 def run(args: argparse.Namespace, sources: SourceManager) -> int:
     """Run the command; returns the exit status (raises for located and usage errors)."""
+    check_flags(args)
     fmt = input_format("<stdin>" if args.input == "-" else args.input, args.input_format)
     model_weights: dict[str, np.ndarray] = {}
     if fmt == "onnx":
@@ -191,6 +224,7 @@ def run(args: argparse.Namespace, sources: SourceManager) -> int:
     func = _pick_function(module, args.func)
     if args.train:
         _train(func, args)
+    _check_memory(func, args.dtype, args.max_memory)
     weights = {**model_weights, **_weights(args.weights)}
     outputs = run_function(func, _inputs(args.inputs), weights=weights, dtype=args.dtype, seed=args.seed)
     if args.save is not None:
@@ -200,6 +234,19 @@ def run(args: argparse.Namespace, sources: SourceManager) -> int:
     return 0
 
 
+def _check_memory(func: FuncOp, dtype: str, gib: float) -> None:
+    """A located error when the run would hold more than ``gib`` GiB of tensors (every
+    argument and every op result, at the float width of ``dtype``), before it starts."""
+    width = 8 if dtype == "f64" else 4
+    values = [*func.body.args, *(r for op in func.body.ops for r in op.results)]
+    need = sum(v.type.num_elements for v in values if isinstance(v.type, TensorType)) * width
+    if need <= gib * 2**30:
+        return
+    raise DiagnosticError.at(func.location, f"the run would hold {need / 2**30:.1f} GiB of tensors "
+                             f"at {dtype}, more than --max-memory {gib:g} GiB; raise it if this host "
+                             "has the memory")
+
+
 def _located(message: str, op: Operation | None, sources: SourceManager) -> str:
     if op is None:
         return f"crane-run: error: {message}"
@@ -207,14 +254,19 @@ def _located(message: str, op: Operation | None, sources: SourceManager) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    """Entry point; returns the exit status (:func:`crane.tools.guard.guarded`)."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse reports usage errors itself, with status 2
+        return int(exc.code or 0)
     sources = SourceManager()
+    return guarded("crane-run", lambda: _reported(args, sources), args.debug)
+
+
+def _reported(args: argparse.Namespace, sources: SourceManager) -> int:
+    """:func:`run`, with errors in the input or the run printed (exit status 1)."""
     try:
         return run(args, sources)
-    except UsageError as problem:
-        print(f"crane-run: error: {problem}", file=sys.stderr)
-        return 2
     except DiagnosticError as problem:
         for diag in problem.diagnostics:
             print(render(diag, sources), file=sys.stderr)

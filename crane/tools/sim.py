@@ -10,7 +10,8 @@ The input is IR text holding ``tile.program`` ops beside their ``hw.machine`` an
 tensor of role ``output`` is summarised; with it, every interpreter output is compared
 (``crane.exec.tile_sim.check``) and the maximum error printed. Exit status: 0 success,
 1 an error in the input or the run (located, e.g. a deadlock or an out-of-bounds access),
-2 bad command-line usage, 3 a mismatch with the interpreter.
+2 bad command-line usage (one line naming the flag), 3 a mismatch with the interpreter or
+an internal error (one line; ``--debug`` shows the traceback).
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from crane.exec.tile_sim.check import check
 from crane.exec.tile_sim.functional import module_ops, simulate
 from crane.ir.diagnostics import DiagnosticError, SourceManager, render
 from crane.ir.verifier import verify
+from crane.tools.exit_codes import UsageError
+from crane.tools.guard import check_finite, guarded
 from crane.tools.inputs import input_format, translate
-from crane.tools.run import UsageError, _inputs, _read_input, _weights, summarise
+from crane.tools.run import _inputs, _read_input, _weights, check_flags, summarise
 from crane.tools.sim_timing import add_timing_arguments, run_timing, timing_requested
 
 MISMATCH = 3
@@ -49,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--weights", default=None, metavar="DIR|FILE.npz",
                         help="read weights as DIR/<name>.npy, or from a .npz archive, where present")
     parser.add_argument("--show", type=int, default=4, help="how many leading values to print (default 4)")
+    parser.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
     add_timing_arguments(parser)
     return parser
 
@@ -57,6 +61,8 @@ def run(args: argparse.Namespace, sources: SourceManager) -> int:
     """Run the command; returns the exit status (raises for located and usage errors)."""
     if not args.rtol >= 0:
         raise UsageError(f"--rtol must be a non-negative number, got {args.rtol}")
+    check_finite("--rtol", args.rtol, 0.0)
+    check_flags(args)
     text, filename = _read_input(args.input)
     sources.add(filename, text)
     module = translate(input_format(filename, None), text, filename, default_context())
@@ -83,14 +89,19 @@ def run(args: argparse.Namespace, sources: SourceManager) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    """Entry point; returns the exit status (:func:`crane.tools.guard.guarded`)."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse reports usage errors itself, with status 2
+        return int(exc.code or 0)
     sources = SourceManager()
+    return guarded("crane-sim", lambda: _reported(args, sources), args.debug)
+
+
+def _reported(args: argparse.Namespace, sources: SourceManager) -> int:
+    """:func:`run`, with located errors printed (exit status 1)."""
     try:
         return run(args, sources)
-    except UsageError as problem:
-        print(f"crane-sim: error: {problem}", file=sys.stderr)
-        return 2
     except DiagnosticError as problem:
         for diag in problem.diagnostics:
             print(render(diag, sources), file=sys.stderr)

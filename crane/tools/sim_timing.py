@@ -21,7 +21,7 @@ from crane.exec.tile_sim.timing_compare import format_report
 from crane.exec.tile_sim.timing_program import programs_of
 from crane.ir.core import Operation
 from crane.ir.diagnostics import DiagnosticError
-from crane.tools.run import UsageError
+from crane.tools.exit_codes import UsageError
 
 
 def add_timing_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,6 +51,6 @@ def run_timing(module: Operation, args: argparse.Namespace, out: TextIO | None =
         try:
             report.write_trace(args.trace)
         except OSError as problem:
-            raise UsageError(f"cannot write the trace '{args.trace}': {problem.strerror}") from None
+            raise UsageError(f"--trace: cannot write '{args.trace}': {problem.strerror}") from None
     print(format_report(report, module), file=out or sys.stdout)
     return 0

@@ -18,7 +18,8 @@ CRANE = Path(__file__).resolve().parents[2] / "crane"
 
 LEVELS: tuple[tuple[str, frozenset[str]], ...] = (
     ("1 core: nothing of Crane", frozenset({
-        "crane", "crane.ir", "crane.solve", "crane.hardware", "crane.atomic"})),
+        "crane", "crane.ir", "crane.solve", "crane.hardware", "crane.atomic", "crane.limits.files",
+        "crane.limits", "crane.limits.ranges"})),
     ("2 dialects", frozenset({"crane.dialects"})),
     ("3a libraries over the IR", frozenset({
         "crane.frontend", "crane.cost", "crane.autodiff", "crane.expand", "crane.alloc",

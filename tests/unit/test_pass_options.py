@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import types
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from crane.passes.pipeline_text import (
     parse_pipeline,
     quote_option_value,
 )
+from crane.passes.registry import PassRegistry
 
 
 @dataclass(frozen=True)
@@ -512,3 +514,15 @@ def test_closest_match() -> None:
     assert closest_match("polcy", ["policy", "verbose"]) == "policy"
     assert closest_match("zzz", ["policy", "verbose"]) is None
     assert closest_match("x", []) is None
+
+
+def test_every_number_option_of_every_pass_declares_its_range() -> None:
+    """One rule for every pass (issue 24): an int or float option says its range in its type
+    (``crane.limits.ranges``), so the pipeline parser refuses what the pass cannot take."""
+    registry = PassRegistry.with_in_tree_passes()
+    passes = [(name, registry.lookup(name)) for name in registry.names()]
+    options = [(name, info) for name, cls in passes if cls is not None for info in option_infos(cls)]
+    unbounded = [f"{name}{{{info.cli_name}}}: {info.type_text}" for name, info in options
+                 if re.search(r"\b(int|float)\b(?! in [\[(]| \(power of two)", info.type_text)]
+    assert not unbounded, unbounded
+    assert len(registry.names()) > 10

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from crane.dialects.graph import FuncOp
+from crane.dialects.graph import FuncOp, NamedTensorOp
 from crane.dialects.graph_batch import rebatched
 from crane.dialects.graph_grad import is_training_step
 from crane.dialects.hw import machine_of
@@ -56,8 +56,8 @@ from crane.exec.tile_sim.memory import (
     numpy_dtype,
 )
 from crane.ir.attributes import IntAttr
-from crane.ir.core import Operation
-from crane.ir.types import BufferType
+from crane.ir.core import Operation, Value
+from crane.ir.types import BufferType, TensorType
 from crane.ir.verifier import verify
 
 Dram = dict[str, Array]
@@ -126,12 +126,40 @@ def _initial(tensor: DramOp, given: Mapping[str, Array], func: FuncOp | None, se
     return np.zeros(tensor.shape, dtype)
 
 
+def graph_shapes(func: FuncOp | None) -> dict[str, tuple[int, ...]]:
+    """The shapes of the func's named tensors (arguments, weights, optimizer state)."""
+    if func is None:
+        return {}
+    named: dict[str, tuple[int, ...]] = {}
+    for arg in func.body.args:
+        if arg.name_hint and isinstance(arg.type, TensorType):
+            named[arg.name_hint] = arg.type.shape
+    for op in func.body.ops:
+        ttype = op.results[0].type if isinstance(op, NamedTensorOp) else None
+        if isinstance(op, NamedTensorOp) and isinstance(ttype, TensorType):
+            named[op.tensor_name] = ttype.shape
+    return named
+
+
+def _check_shapes(tensors: list[DramOp], func: FuncOp | None) -> None:
+    """A DRAM tensor named like a tensor of the graph has its shape (before any of them is
+    filled: a mistyped shape could otherwise ask for gigabytes of random numbers)."""
+    named = graph_shapes(func)
+    for tensor in tensors:
+        shape = named.get(tensor.tensor_name)
+        if shape is not None and shape != tensor.shape:
+            raise fail(tensor, f"declares '{tensor.tensor_name}' with shape {list(tensor.shape)}, "
+                               f"but the graph.func's tensor of that name is {list(shape)}")
+
+
 def initial_dram(module: Operation, inputs: Mapping[str, Array] | None = None,
                  weights: Mapping[str, Array] | None = None, seed: int = 0) -> Dram:
     """Every ``tile.dram`` tensor's starting contents (see the module docstring)."""
     given = {**(weights or {}), **(inputs or {})}
     func = graph_func(module)
-    dram = {t.tensor_name: _initial(t, given, func, seed) for t in module_ops(module) if isinstance(t, DramOp)}
+    tensors = [t for t in module_ops(module) if isinstance(t, DramOp)]
+    _check_shapes(tensors, func)
+    dram = {t.tensor_name: _initial(t, given, func, seed) for t in tensors}
     unknown = sorted(set(given) - set(dram))
     if unknown:
         raise fail(None, f"no tile.dram tensor named '{unknown[0]}' to initialise")
@@ -144,6 +172,14 @@ class _Tile:
     ops: list[Operation]
     sram: Sram
     pc: int = 0
+    dead_after: dict[int, list[Value]] = field(default_factory=dict)
+    """Instruction index -> the buffers no later instruction of this tile uses."""
+
+    def advance(self) -> None:
+        """Move past the current instruction, releasing the buffers it used last (so a run
+        holds the live buffers, not every buffer the program ever made)."""
+        self.sram.release(self.dead_after.get(self.pc, ()))
+        self.pc += 1
 
     @property
     def done(self) -> bool:
@@ -197,7 +233,7 @@ class _Run:
         if isinstance(op, BarrierOp):
             return self.barrier(op)
         self.execute(state, op)
-        state.pc += 1
+        state.advance()
         self.counters.instructions += 1
         return True
 
@@ -225,8 +261,8 @@ class _Run:
         check_box(recv, f"window of {describe(recv.buffer)}", r_at, r_shape, tuple(target.shape))
         target[box(r_at, r_shape)] = data[box(s_at, s_shape)]
         dst.sram.wrote(recv.buffer, recv)
-        state.pc += 1
-        other.pc += 1
+        state.advance()
+        other.advance()
         self.counters.instructions += 2
         self.counters.noc_bytes += int(np.prod(s_shape, dtype=np.int64)) * np.dtype(
             numpy_dtype(_buffer(send).element)).itemsize
@@ -243,7 +279,7 @@ class _Run:
                 raise fail(other, f"lists tiles {list(other.tiles)} for barrier {op.barrier_id}, "
                                   f"but another tile lists {list(op.tiles)}", ("the other barrier is here", op))
         for t in waiting:
-            t.pc += 1
+            t.advance()
         self.counters.instructions += len(waiting)
         return True
 
@@ -383,8 +419,22 @@ def _tiles(module: Operation, capacity: int) -> dict[int, _Tile]:
     for program in (op for op in module_ops(module) if isinstance(op, ProgramOp)):
         if program.tile in tiles:
             raise fail(program, f"is a second program for tile {program.tile}")
-        tiles[program.tile] = _Tile(program, program.instructions, Sram(program.tile, capacity))
+        ops = program.instructions
+        tiles[program.tile] = _Tile(program, ops, Sram(program.tile, capacity), dead_after=last_uses(ops))
     return tiles
+
+
+def last_uses(ops: list[Operation]) -> dict[int, list[Value]]:
+    """Index of an instruction -> the buffers it is the last of ``ops`` to define or use."""
+    last: dict[Value, int] = {}
+    for index, op in enumerate(ops):
+        for value in (*op.operands, *op.results):
+            if isinstance(value.type, BufferType):
+                last[value] = index
+    dead: dict[int, list[Value]] = {}
+    for value, index in last.items():
+        dead.setdefault(index, []).append(value)
+    return dead
 
 
 def simulate(module: Operation, inputs: Mapping[str, Array] | None = None,

@@ -11,6 +11,7 @@ through one buffer invalidates every other buffer it overlaps, and reading an in
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -138,6 +139,15 @@ class Sram:
             where = self.valid.pop(other)
             where.valid, where.clobbered_by, where.clobbering_buffer = False, op, value
         self.valid[value] = placed
+
+    def release(self, values: Iterable[Value]) -> None:
+        """Forget buffers no instruction will use again: their arrays (an unplaced buffer's
+        own array is the simulator's main memory cost) and their overlap records."""
+        for value in values:
+            self.arrays.pop(value, None)
+            self.placed.pop(value, None)
+            self.valid.pop(value, None)
+            self.written.discard(value)
 
     def _array(self, value: Value, op: Operation) -> Array:
         array = self.arrays.get(value)

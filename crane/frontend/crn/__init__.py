@@ -19,6 +19,7 @@ from crane.frontend.crn.elaborate import elaborate_machines
 from crane.frontend.errors import CrnError, CrnErrors
 from crane.frontend.model import Network, SourceLoc
 from crane.hardware.machine import Machine
+from crane.limits.files import describe, read_text
 
 
 def parse_crn(text: str, filename: str = "<input>", network: str | None = None) -> Network:
@@ -30,9 +31,9 @@ def load_crn(path: str | Path, network: str | None = None) -> Network:
     """Read and elaborate a `.crn` file."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except (OSError, UnicodeDecodeError) as problem:
-        raise CrnErrors([CrnError(SourceLoc(str(path), 1, 1), f"cannot read {path}: {problem}")]) from None
+        raise CrnErrors([CrnError(SourceLoc(str(path), 1, 1), f"cannot read {path}: {describe(problem)}")]) from None
     return _elaborate(text, str(path), network)
 
 
@@ -40,9 +41,9 @@ def load_machines(path: str | Path) -> dict[str, Machine]:
     """The machines a `.crn` file defines (imports included), by name."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except (OSError, UnicodeDecodeError) as problem:
-        raise CrnErrors([CrnError(SourceLoc(str(path), 1, 1), f"cannot read {path}: {problem}")]) from None
+        raise CrnErrors([CrnError(SourceLoc(str(path), 1, 1), f"cannot read {path}: {describe(problem)}")]) from None
     return elaborate_machines(text, str(path))
 
 

@@ -20,6 +20,10 @@ MAX_REPEAT = 100_000
 """Iterations of one ``repeat``."""
 MAX_DEPTH = 64
 """Nesting of block calls."""
+MAX_LAYERS = 20_000
+"""Layers one network may have: twice the 10k-layer benchmark and over 20 times the largest
+bundled example, so that a repeat count typed one digit too long fails at once rather than
+handing every pass a network that takes minutes."""
 
 
 class Poisoned(Exception):
@@ -111,6 +115,14 @@ class Ctx:
             raise TooLarge(self.error(
                 file, pos, f"the model is too large: more than {MAX_STEPS} statements after "
                 "expanding blocks and repeats; check the repeat counts"))
+
+    def add_layer(self, layer: Layer, file: str, pos: ast.Pos) -> None:
+        """Append ``layer``, unless the network already has :data:`MAX_LAYERS`."""
+        if len(self.layers) >= MAX_LAYERS:
+            raise TooLarge(self.error(
+                file, pos, f"the model is too large: more than {MAX_LAYERS} layers after expanding "
+                "blocks and repeats; check the repeat counts"))
+        self.layers.append(layer)
 
     def unique(self, name: str) -> str:
         """``name``, or ``name_1``, ``name_2``... if a layer already has it."""

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from crane.dialects.layers.values import did_you_mean
-from crane.dialects.optimizers import OPTIMIZERS
+from crane.dialects.optimizers import OPTIMIZERS, hyper_problem
 from crane.frontend.crn import ast
 from crane.frontend.crn.context import BlockInfo, Ctx, Frame, Poisoned, TooLarge
 from crane.frontend.crn.evaluate import describe, eval_expr, eval_int
@@ -24,6 +24,9 @@ from crane.frontend.crn.syntax_errors import SyntaxProblem
 from crane.frontend.errors import CrnError, CrnErrors
 from crane.frontend.model import Network, Optimizer, Training
 from crane.hardware.machine import Machine, builtin_machines
+from crane.limits import BATCH
+from crane.limits.files import describe as describe_read_error
+from crane.limits.files import read_text
 
 Reader = Callable[[Path], str]
 
@@ -72,7 +75,7 @@ def _order(error: CrnError) -> tuple[str, int, int]:
 
 
 def _read_file(path: Path) -> str:
-    return path.read_text(encoding="utf-8")
+    return read_text(path)  # a regular file of at most crane.limits.MAX_FILE_BYTES
 
 
 class _Loader:
@@ -131,7 +134,7 @@ class _Loader:
         try:
             text = self.reader(Path(path))
         except (OSError, UnicodeDecodeError) as problem:
-            reason = "no such file" if isinstance(problem, FileNotFoundError) else str(problem)
+            reason = describe_read_error(problem)
             raise self.ctx.error(filename, item.pos, f"cannot import \"{item.path}\": {reason} "
                                  f"(looked for {path})") from None
         module = self.parse(text, path)
@@ -232,9 +235,10 @@ def _batch(ctx: Ctx, frame: Frame, body: tuple[ast.Stmt, ...], trains: list[ast.
         if isinstance(problem, CrnError):
             ctx.errors.append(problem)
         return 1
-    if value > 0:
+    out_of_range = BATCH.check("the batch size", value)
+    if out_of_range is None:
         return value
-    ctx.errors.append(ctx.error(frame.file, stmts[0].value.pos, f"the batch size must be positive, got {value}"))
+    ctx.errors.append(ctx.error(frame.file, stmts[0].value.pos, out_of_range))
     return 1
 
 
@@ -309,6 +313,9 @@ def _hyper(ctx: Ctx, frame: Frame, kw: ast.KwArg, boolean: bool) -> float | bool
     if boolean and isinstance(value, bool):
         return value
     if not boolean and isinstance(value, int | float) and not isinstance(value, bool):
+        problem = hyper_problem(kw.name, float(value))
+        if problem is not None:
+            raise ctx.error(frame.file, kw.value.pos, problem)
         return float(value)
     wanted = "true or false" if boolean else "a number"
     raise ctx.error(frame.file, kw.value.pos, f"hyper-parameter '{kw.name}' expects {wanted}, got {describe(value)}")

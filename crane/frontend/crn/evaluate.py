@@ -7,6 +7,8 @@ block is delegated to :mod:`crane.frontend.crn.statements`, which runs its body.
 
 from __future__ import annotations
 
+import math
+
 from crane.dialects.layers.definition import INFERENCE, LayerKind, Param, ParamError, coerce
 from crane.dialects.layers.kinds import DEFAULT_ATTRS, LAYER_KINDS
 from crane.dialects.layers.rules import ShapeError
@@ -16,6 +18,7 @@ from crane.frontend.crn.context import Ctx, Frame, Poisoned
 from crane.frontend.crn.scope import POISON, Symbol, Tensor, Value
 from crane.frontend.errors import CrnError
 from crane.frontend.model import INTEGER_DTYPES, AttrValue, Layer, WeightDecl
+from crane.limits import MAX_INTEGER, tensor_size_problem
 
 Number = int | float
 
@@ -50,13 +53,35 @@ def eval_loose(ctx: Ctx, frame: Frame, expr: ast.Expr, hint: str | None = None) 
         return Symbol(expr.id, expr.pos) if found is None else found
     if isinstance(expr, ast.Call):
         return eval_call(ctx, frame, expr, hint)
-    if isinstance(expr, (ast.Num, ast.Str, ast.Bool)):
+    if isinstance(expr, ast.Num):
+        return literal(ctx, frame, expr)
+    if isinstance(expr, (ast.Str, ast.Bool)):
         return expr.value
     if isinstance(expr, ast.ListExpr):
         return tuple(_plain(ctx, frame, eval_expr(ctx, frame, item), item) for item in expr.items)
     if isinstance(expr, ast.Neg):
         return -eval_number(ctx, frame, expr.operand)
-    return _binop(ctx, frame, expr)
+    return _representable(ctx, frame, expr, _binop(ctx, frame, expr))
+
+
+def literal(ctx: Ctx, frame: Frame, num: ast.Num) -> Number:
+    """The value of a number literal, refused if it does not fit a 64-bit integer or float."""
+    if isinstance(num.value, int) and abs(num.value) <= MAX_INTEGER:
+        return num.value
+    if isinstance(num.value, float) and math.isfinite(num.value):
+        return num.value
+    raise ctx.error(frame.file, num.pos, f"number literal out of range: integers are limited "
+                    f"to +-{MAX_INTEGER} (2^63-1) and floats to about +-1.8e308")
+
+
+def _representable(ctx: Ctx, frame: Frame, expr: ast.BinOp, value: Number) -> Number:
+    """``value``, unless arithmetic overflowed: past 2^63-1, or a float to inf or nan."""
+    if isinstance(value, int) and abs(value) <= MAX_INTEGER:
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    raise ctx.error(frame.file, expr.pos, f"arithmetic overflow in '{expr.op}': the result "
+                    f"{'exceeds 2^63-1 in magnitude' if isinstance(value, int) else 'is not a finite number'}")
 
 
 def eval_number(ctx: Ctx, frame: Frame, expr: ast.Expr) -> Number:
@@ -150,10 +175,13 @@ def apply_layer(ctx: Ctx, frame: Frame, call: ast.Call, kind: LayerKind, hint: s
         raise ctx.error(frame.file, pos, problem.message) from None
     dtype = _out_dtype(kind, inputs, resolved)
     weights = tuple(WeightDecl(name, shape, dtype) for name, shape in kind.weights(shapes, resolved))
+    too_large = next(filter(None, map(tensor_size_problem, (out_shape, *(w.shape for w in weights)))), None)
+    if too_large is not None:
+        raise ctx.error(frame.file, call.pos, f"{kind.name}: {too_large}")
     name = ctx.unique(hint if hint is not None else f"{frame.prefix}{kind.name}{frame.suffix}")
     loc = ctx.loc(frame.file, call.pos)
-    ctx.layers.append(Layer(name, kind.name, tuple(t.name for t in inputs), resolved, weights,
-                            out_shape, dtype, loc))
+    ctx.add_layer(Layer(name, kind.name, tuple(t.name for t in inputs), resolved, weights,
+                        out_shape, dtype, loc), frame.file, call.pos)
     return Tensor(name, out_shape, dtype)
 
 
@@ -212,7 +240,7 @@ def _params(ctx: Ctx, frame: Frame, call: ast.Call, kind: LayerKind) -> tuple[di
 
 def _param_value(ctx: Ctx, frame: Frame, kind: LayerKind, param: Param, kw: ast.KwArg) -> AttrValue:
     name = param.name
-    value = kw.value.value if isinstance(kw.value, ast.Num) else eval_loose(ctx, frame, kw.value)
+    value = literal(ctx, frame, kw.value) if isinstance(kw.value, ast.Num) else eval_loose(ctx, frame, kw.value)
     if isinstance(value, Symbol):
         if not param.type.takes_symbol:
             raise undefined(ctx, frame, value)

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
+from crane import limits
 from crane.dialects.layers.values import did_you_mean
 from crane.frontend import units
 from crane.frontend.crn import ast
@@ -62,8 +63,8 @@ def build_machine(ctx: Ctx, frame: Frame, defn: ast.MachineDef, known: Mapping[s
             "dram_ports" if isinstance(field, ast.PortsField) else field.name)
         _check_field(ctx, frame, key, field.pos, seen)
         if isinstance(field, ast.MeshField):
-            values["rows"] = _positive(ctx, frame, field.rows, "mesh rows")
-            values["cols"] = _positive(ctx, frame, field.cols, "mesh columns")
+            values["rows"] = _mesh_side(ctx, frame, field.rows, "rows")
+            values["cols"] = _mesh_side(ctx, frame, field.cols, "cols")
         elif isinstance(field, ast.PortsField):
             ports = field
         else:
@@ -98,10 +99,13 @@ def _check_field(ctx: Ctx, frame: Frame, key: str, pos: ast.Pos, seen: dict[str,
     seen[key] = pos
 
 
-def _positive(ctx: Ctx, frame: Frame, expr: ast.Expr, what: str) -> int:
+def _mesh_side(ctx: Ctx, frame: Frame, expr: ast.Expr, attr: str) -> int:
+    what = "mesh rows" if attr == "rows" else "mesh columns"
     value = eval_int(ctx, frame, expr, what)
-    if value <= 0:
-        raise ctx.error(frame.file, expr.pos, f"{what} must be positive, got {value}")
+    problem = limits.MACHINE[attr].check(what, value)
+    if problem is not None:
+        raise ctx.error(frame.file, expr.pos, f"{problem} (the largest mesh is "
+                        f"{limits.MAX_MESH_SIDE} x {limits.MAX_MESH_SIDE})")
     return value
 
 
@@ -114,8 +118,9 @@ def _value(ctx: Ctx, frame: Frame, field: ast.ValueField, spec: FieldSpec) -> in
     except units.UnitError as problem:
         pos = field.unit.pos if problem.on_unit and field.unit is not None else field.value.pos
         raise ctx.error(frame.file, pos, problem.message) from None
-    if exact < 0 or (exact == 0 and spec.integral):
-        raise ctx.error(frame.file, field.value.pos, f"{field.name} must be positive")
+    out_of_range = limits.MACHINE[spec.attr].check(field.name, exact)
+    if out_of_range is not None:
+        raise ctx.error(frame.file, field.value.pos, out_of_range)
     return _integral(ctx, frame, field, exact) if spec.integral else float(exact)
 
 

@@ -16,6 +16,7 @@ from crane.frontend.crn.evaluate import describe, eval_expr, eval_int, eval_loos
 from crane.frontend.crn.scope import POISON, Scope, Tensor, Value
 from crane.frontend.errors import CrnError
 from crane.frontend.model import DTYPE_BYTES, InputDecl
+from crane.limits import tensor_size_problem
 
 NETWORK_ONLY = (ast.InputStmt, ast.OutputStmt, ast.UseMachine, ast.BatchStmt, ast.TrainStmt)
 
@@ -110,6 +111,9 @@ def _input(ctx: Ctx, frame: Frame, stmt: ast.InputStmt) -> None:
     for dim, expr in zip(dims, stmt.dims, strict=True):
         if dim <= 0:
             raise ctx.error(frame.file, expr.pos, f"input dimensions must be positive, got {dim}")
+    too_large = tensor_size_problem(dims)
+    if too_large is not None:
+        raise ctx.error(frame.file, stmt.pos, f"input '{stmt.name}': {too_large}")
     bind(ctx, frame, stmt.name, Tensor(stmt.name, dims, dtype), stmt.pos)
     ctx.taken.add(stmt.name)
     ctx.inputs.append(InputDecl(stmt.name, dims, dtype, ctx.loc(frame.file, stmt.pos)))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import math
 from pathlib import Path
 from typing import Any
 
@@ -120,7 +121,10 @@ class _ToAst(lark.Transformer[Token, ast.Module]):
         return ast.Neg(operand, _pos(minus))
 
     def int_lit(self, token: Token) -> ast.Num:
-        return ast.Num(int(token.value), _pos(token))
+        # Past 19 digits an integer cannot fit in 64 bits; the evaluator reports an infinite
+        # literal as out of range (and Python refuses to convert over 4300 digits anyway).
+        digits = token.value
+        return ast.Num(int(digits) if len(digits.lstrip("0")) <= 19 else math.inf, _pos(token))
 
     def float_lit(self, token: Token) -> ast.Num:
         return ast.Num(float(token.value), _pos(token))

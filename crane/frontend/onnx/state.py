@@ -21,12 +21,12 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from crane.dialects.graph import ELEMENT_TYPES, LAYER_OPS, WeightOp
+from crane.dialects.graph import ELEMENT_TYPES, LAYER_OPS, WeightOp, verify_layer_attributes
 from crane.dialects.layers.kinds import DEFAULT_ATTRS, LAYER_KINDS
 from crane.dialects.layers.rules import ShapeError
 from crane.dialects.layers.values import AttrValue
 from crane.frontend.onnx.reader import Node
-from crane.ir.core import Block, Operation, Value
+from crane.ir.core import Block, Operation, Value, VerifyError
 from crane.ir.diagnostics import DiagnosticError
 from crane.ir.location import UNKNOWN, Location
 from crane.ir.types import TensorType
@@ -176,7 +176,10 @@ class GraphState:
         full = {**DEFAULT_ATTRS[kind], **(attrs or {})}
         shapes = tuple(shape_of(v) for v in inputs)
         try:
+            verify_layer_attributes(layer_kind, full)  # no shape rule divides by a stride of 0
             out_shape, resolved = layer_kind.shape(shapes, full)
+        except VerifyError as problem:
+            raise node.error(str(problem)) from None
         except ShapeError as problem:
             raise node.error(problem.message) from None
         source = weights[0] if kind == "embedding" else inputs[0]

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 from crane.ir.core import Operation
 from crane.ir.rewriting import RewritePattern, apply_patterns_greedily
+from crane.limits.ranges import Between
 from crane.passes.context import PassContext
 from crane.passes.pass_base import Pass
 
@@ -38,7 +40,7 @@ class Canonicalize(Pass):
     name = "canonicalize"
     summary = "canonicalize ops with their patterns and erase dead ones"
 
-    max_iterations: int = 10
+    max_iterations: Annotated[int, Between(1, 10_000)] = 10
     """Sweeps of the greedy driver before it gives up on reaching a fixpoint."""
 
     def run(self, op: Operation, ctx: PassContext) -> None:

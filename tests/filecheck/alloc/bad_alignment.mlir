@@ -1,9 +1,12 @@
-// A non-positive alignment is an error at the module, not a crash.
+// An alignment that is not a power of two is a usage error located in the pipeline text
+// (exit status 2), not a crash and not an error blamed on the input.
 // RUN: not %crane-opt %s -p 'alloc{alignment=0}' 2>&1 | filecheck %s
+// RUN: not %crane-opt %s -p 'alloc{alignment=3}' 2>&1 | filecheck %s --check-prefix=THREE
 // RUN: not %crane-opt %s -p 'alloc{alignment=x}' 2>&1 | filecheck %s --check-prefix=TYPE
 
-// CHECK: bad_alignment.mlir:8:1: error: alignment must be a positive number of bytes, got 0
+// CHECK: <pass-pipeline>:1:17: error: option 'alignment' of pass 'alloc' expects a power of two from 1 to 1048576, got '0'
 // CHECK-NOT: Traceback
-// TYPE: error: {{.*}}alignment
+// THREE: <pass-pipeline>:1:17: error: option 'alignment' of pass 'alloc' expects a power of two from 1 to 1048576, got '3'
+// TYPE: <pass-pipeline>:1:17: error: {{.*}}alignment
 builtin.module @a {
 }

@@ -130,7 +130,7 @@ def test_resolve_training_defaults_and_errors() -> None:
     assert resolve_training(None) is None
     config = resolve_training(None, "momentum")
     assert config is not None and config.hyper["lr"] == 0.01 and config.hyper["momentum"] == 0.9
-    with pytest.raises(TrainingConfigError, match="learning rate must be positive"):
+    with pytest.raises(TrainingConfigError, match="sgd: hyper-parameter 'lr' must be a number above 0 and at most 1000000, got -1"):
         resolve_training(None, "sgd", "", {"lr": -1.0})
 
 

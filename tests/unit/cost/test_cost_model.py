@@ -12,7 +12,13 @@ from crane.cost.bounds import compulsory_dram_bytes, lower_bounds
 from crane.cost.layer import layer_cost
 from crane.cost.placement import Mesh, TileRun, dram_hops, mean_hops, split_regions
 from crane.cost.traffic import Traffic, dram_cycles, overlapped_latency, traffic_energy
-from crane.cost.utilisation import MIN_UTILISATION, best_partition, dim_efficiency, exact_partition
+from crane.cost.utilisation import (
+    MIN_UTILISATION,
+    Partition,
+    best_partition,
+    dim_efficiency,
+    exact_partition,
+)
 from crane.hardware.machine import Machine
 from crane.schedule.builders import chain, resnet50
 
@@ -46,6 +52,33 @@ def test_best_partition_never_loses_throughput_with_more_tiles() -> None:
     throughputs = [best_partition(extents, t).throughput for t in range(1, 145)]
     assert all(b >= a for a, b in itertools.pairwise(throughputs))
     assert best_partition(extents, 1).utilisation == 1.0
+
+
+def _recursive_best(extents: tuple[int, int, int, int], tiles: int,
+                    floor: float = MIN_UTILISATION) -> Partition:
+    """``best_partition`` as it was first written: one recursion per tile."""
+    if tiles <= 1:
+        return Partition(1, 1, 1, 1, 1.0)
+    smaller = _recursive_best(extents, tiles - 1, floor)
+    exact = exact_partition(extents, tiles, floor)
+    if exact is None or exact.throughput <= smaller.throughput:
+        return smaller
+    return exact
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.tuples(*[st.integers(1, 64)] * 4), st.lists(st.integers(0, 200), min_size=1, max_size=4),
+       st.sampled_from([MIN_UTILISATION, 0.5, 0.9]))
+def test_best_partition_equals_the_recursive_definition(
+        extents: tuple[int, int, int, int], counts: list[int], floor: float) -> None:
+    # Several counts in random order: the loop extends answers it kept from earlier calls.
+    for tiles in counts:
+        assert best_partition(extents, tiles, floor) == _recursive_best(extents, tiles, floor)
+
+
+def test_best_partition_of_a_64_by_64_mesh_needs_no_deep_recursion() -> None:
+    part = best_partition((8, 2048, 56, 56), 64 * 64)
+    assert part.tiles <= 64 * 64 and part.utilisation >= MIN_UTILISATION
 
 
 def test_dim_efficiency_pads_to_multiple() -> None:

@@ -138,6 +138,14 @@ BAD = [
     ('workloads = ["tiny_cnn.crn"]\nmachine = 3\n',
      "sweep.toml:2:1: error: 'machine' must be a table"),
     ('workloads = []\n', "sweep.toml:1:1: error: 'workloads' is empty"),
+    ('workloads = ["tiny_cnn.crn"]\n[machine]\nmesh = ["2x2", "100000000x2"]\n',
+     "sweep.toml:3:16: error: mesh: mesh rows must be from 1 to 64, got 100000000"),
+    ('workloads = ["tiny_cnn.crn"]\nbatch = [2147483648]\n',
+     "sweep.toml:2:10: error: batch: a batch size must be from 1 to 65536, got 2147483648"),
+    ('workloads = ["tiny_cnn.crn"]\n[machine]\nfrequency = "1e308 GHz"\n',
+     "sweep.toml:3:13: error: frequency: frequency must be from 1 kHz to 1 THz"),
+    ('workloads = ["tiny_cnn.crn"]\n[scheduler]\ntime_limit = inf\n',
+     "sweep.toml:3:14: error: time_limit: time_limit is a positive number of seconds (at most 3600)"),
     ('workloads = ["nets/*.crn"]\n', "sweep.toml:1:14: error: no file matches 'nets/*.crn'"),
 ]
 

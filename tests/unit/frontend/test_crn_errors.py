@@ -94,6 +94,12 @@ CASES: list[tuple[str, str, tuple[int, int], str]] = [
     ("optimizer-unknown", NET + "  train {\n    loss mse(x, x);\n    optimizer adamw(lr=0.1);\n  }\n}\n",
      (5, 15), "unknown optimizer 'adamw'; did you mean 'adam'?"),
     ("optimizer-missing-lr", NET + "  train {\n    loss mse(x, x);\n    optimizer sgd();\n  }\n}\n", (5, 15), "sgd needs lr="),
+    ("optimizer-lr-zero", NET + "  train {\n    loss mse(x, x);\n    optimizer sgd(lr=0);\n  }\n}\n", (5, 22),
+     "hyper-parameter 'lr' must be a number above 0 and at most 1000000, got 0"),
+    ("optimizer-beta-one", NET + "  train {\n    loss mse(x, x);\n    optimizer adam(beta2=1.0);\n  }\n}\n",
+     (5, 26), "hyper-parameter 'beta2' must be a number at least 0 and below 1, got 1"),
+    ("optimizer-momentum-negative", NET + "  train {\n    loss mse(x, x);\n    optimizer momentum(lr=1, momentum=-0.5);\n"
+     "  }\n}\n", (5, 39), "hyper-parameter 'momentum' must be a number from 0 to 1, got -0.5"),
     ("loss-not-a-loss", NET + "  train {\n    loss relu(x);\n    optimizer sgd(lr=0.1);\n  }\n}\n", (4, 10),
      "the loss must come from a loss layer"),
     ("batch-twice", "network n {\n  batch 2;\n  train {\n    loss mse(x, x);\n    optimizer sgd(lr=1);\n"

@@ -139,6 +139,9 @@ SEMANTIC: dict[str, tuple[Callable[[Graph, str], str], int, str]] = {
     "used argmax": (lambda g, x: g.op("Relu", [g.op("MaxPool", [x], name="pool", outputs=2, kernel_shape=[2, 2])
                                               .replace(":0", ":1")]), 17,
                     "node 'pool' (MaxPool): output 'pool:1' (the argmax indices) is used"),
+    "pool of stride 0": (lambda g, x: g.op("MaxPool", [x], name="pool", kernel_shape=[2, 2],
+                                           strides=[0, 0]), 17,
+                         "node 'pool' (MaxPool): attribute 'stride' must be positive, got 0"),
 }
 
 

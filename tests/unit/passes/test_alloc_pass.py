@@ -19,6 +19,7 @@ from crane.ir.parser import parse_ops
 from crane.ir.verifier import verify
 from crane.passes.alloc import ALLOC_ATTR, Alloc
 from crane.passes.context import PassContext
+from crane.passes.options import OptionValueError
 
 MACHINE = ('hw.machine {sym_name = "m", rows = 1, cols = 1, macs_per_cycle = 1024, '
            "sram_bytes = SRAM, frequency_hz = 1.0e9, data_bytes = 1, noc_bandwidth = 16.0e9, "
@@ -102,9 +103,9 @@ def test_alignment_option() -> None:
     run(module, Alloc(alignment=256))
     assert all(v % 256 == 0 for v in offsets(module).values())
     assert len(set(offsets(module).values())) >= 3
-    ctx = run(parse(two_step_module()), Alloc(alignment=0))
-    assert [d.message for d in ctx.diagnostics.diagnostics if d.severity is Severity.ERROR] == [
-        "alignment must be a positive number of bytes, got 0"]
+    for bad in (0, 3, 96):
+        with pytest.raises(OptionValueError, match=f"expects a power of two from 1 to 1048576, got '{bad}'"):
+            Alloc(alignment=bad)
 
 
 def test_overflow_is_located_with_the_live_buffers() -> None:

@@ -21,6 +21,7 @@ from crane.ir.printer import print_op
 from crane.ir.verifier import verify
 from crane.passes.context import PassContext
 from crane.passes.map import Map
+from crane.passes.options import OptionValueError
 from crane.passes.segment import Segment
 from crane.tools.inputs import parse_ir, translate
 
@@ -185,7 +186,10 @@ def test_impossible_capacity_is_reported_at_the_function() -> None:
 
 def test_bad_timeout_and_empty_module() -> None:
     module = parse_ir(_valid_chunk(), "hand.mlir", default_context())
-    assert _errors(_run(module, Map(timeout=0))) == ["'timeout' must be positive, got 0"]
+    with pytest.raises(OptionValueError, match="option 'timeout' of pass 'map' expects a number "
+                       "above 0 and at most 3600, got '0'"):
+        Map(timeout=0)
+    assert _errors(_run(module, Map(timeout=0.5))) == []
     empty = parse_ops(default_context(), "builtin.module {\n}\n", "e.mlir")[0]
     assert _errors(_run(empty, Map())) == []
 

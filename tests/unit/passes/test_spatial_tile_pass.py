@@ -4,6 +4,7 @@ cap, diagnostics, recomputation in backward and printed IR that re-parses."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,7 @@ from crane.ir.core import Value
 from crane.ir.parser import parse_ops
 from crane.ir.printer import print_op
 from crane.ir.verifier import verify
+from crane.passes.options import OptionValueError
 from crane.passes.spatial_tile import SpatialTile, parse_size, rest_bytes
 from crane.tiling.chains import find_chains
 from crane.tiling.memory import CostModel, MemoryModel
@@ -253,8 +255,6 @@ def test_too_small_a_cap_names_the_smallest_memory() -> None:
     (SpatialTile(grid=(9, 2)), "cannot tile this segment's output: cannot split an extent of 3 into 9"),
     (SpatialTile(segments=(4, 9), grid=(2, 2)), "a segment of 9 ops does not fit the chain"),
     (SpatialTile(segments=(4,)), "segments= needs grid="),
-    (SpatialTile(memory_cap="11"), "needs a unit"),
-    (SpatialTile(memory_cap="11Gb"), "unknown unit 'Gb'; did you mean 'GB'?"),
     (SpatialTile(), "no memory cap: the module names no machine"),
 ])
 def test_bad_options_are_reported(tile: SpatialTile, message: str) -> None:
@@ -263,6 +263,15 @@ def test_bad_options_are_reported(tile: SpatialTile, message: str) -> None:
     found = errors(run_tile(module, tile))
     assert len(found) == 1 and message in found[0], found
     assert print_op(module) == before
+
+
+@pytest.mark.parametrize(("cap", "message"), [
+    ("11", "got '11'; memory-cap '11' needs a unit"),
+    ("11Gb", "got '11Gb'; unknown unit 'Gb'; did you mean 'GB'?"),
+])
+def test_bad_memory_caps_are_refused_when_the_pass_is_built(cap: str, message: str) -> None:
+    with pytest.raises(OptionValueError, match=re.escape(message)):
+        SpatialTile(memory_cap=cap)
 
 
 def test_tiles_reading_only_padding_are_refused() -> None:

@@ -39,3 +39,18 @@ def test_groups_strengthen_the_tangram_baseline_but_not_past_crane() -> None:
                           ("crane", "tangram", "tangram+g"), time_limit=1.0)
     crane, flat, grouped = (r.edp for r in rows)
     assert crane <= grouped * (1 + 1e-9) and grouped < flat
+
+
+def test_scaling_rows_cover_the_targets_and_say_whether_they_are_met() -> None:
+    bench = _bench()
+    scaling = sys.modules["schedule_scaling"]
+    found = {(net, m.name, batch) for net, m, batch in scaling.cases()}
+    assert set(scaling.TARGETS) <= found
+    assert {m.tiles for _, m, _ in scaling.cases()} >= {16, 4096}
+    assert {batch for _, _, batch in scaling.cases()} >= {1, 256}
+    row = scaling.run_row(lambda net, elem: chain(2), "resnet50", Machine.edge(), 8)
+    assert row.target == 4.0 and row.edp > 0
+    assert bench.schedule_scaling is scaling
+    slow = scaling.ScalingRow("resnet50", "edge", 8, 16, 5.0, 5.0, 1.0)
+    assert scaling.report([row]).splitlines()[1].endswith("yes")
+    assert scaling.report([slow]).splitlines()[1].endswith("NO")

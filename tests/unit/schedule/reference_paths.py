@@ -1,0 +1,245 @@
+"""The scheduler's cost paths as they were before they were made fast (issue 24), kept as
+the reference the fast paths must equal bit for bit (``test_fast_paths.py``).
+
+``state_options`` built every split from the block itself (no view shared between blocks),
+a state's traffic was summed as one ``Traffic`` object per term, and a MILP's constraints
+were given to HiGHS one call each.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import highspy
+import numpy as np
+
+from crane.cost.layer import layer_cost, min_tiles, weight_spread_cycles
+from crane.cost.placement import (
+    Mesh,
+    TileRun,
+    _coords,
+    dram_hops,
+    link_share,
+    mean_hops,
+    split_regions,
+)
+from crane.cost.traffic import Traffic, dram_cycles, link_cycles, noc_time, traffic_energy
+from crane.dialects.segment_tables import active_columns, is_active
+from crane.hardware.machine import Machine
+from crane.schedule.block import Block
+from crane.schedule.evaluate import Plan, StateCost, direct_take, held_path
+from crane.schedule.options import (
+    SPLITS,
+    StateOption,
+    _balanced,
+    _transfer_cycles,
+    edge_hops,
+    edge_share,
+    port_hops,
+    sram_hops,
+    sram_share,
+)
+from crane.solve.milp import Model, new_highs
+
+
+def balanced_split(block: Block, columns: tuple[int, ...], batch: int, tiles: int,
+                   machine: Machine, backward: bool = False) -> tuple[int, ...] | None:
+    """Greedy min-max tile counts: each column starts with the fewest tiles its working
+    set fits (``crane.cost.layer.min_tiles``), each spare tile goes to the currently
+    slowest column. None when the columns' minimums exceed ``tiles``."""
+    if len(columns) == 1:
+        return (tiles,)
+    return _balanced(tuple(block.layers[c] for c in columns), batch, tiles, machine, backward)
+
+
+def flops_split(block: Block, columns: tuple[int, ...], tiles: int, backward: bool = False,
+                floors: tuple[int, ...] | None = None) -> tuple[int, ...] | None:
+    """Tiles in proportion to work (MACs, or vector ops for MAC-free layers), at least
+    ``floors`` (one by default); None when the floors exceed ``tiles``."""
+    low = floors or (1,) * len(columns)
+    if sum(low) > tiles:
+        return None
+    work = [_work(block, c, backward) for c in columns]
+    total = sum(work) or 1.0
+    counts = [max(f, int(tiles * w / total)) for f, w in zip(low, work, strict=True)]
+    while sum(counts) > tiles:
+        above = [k for k in range(len(counts)) if counts[k] > low[k]]
+        counts[max(above, key=lambda k: counts[k])] -= 1
+    spare = tiles - sum(counts)
+    order = sorted(range(len(columns)), key=lambda k: -work[k])
+    for k in order[:spare]:
+        counts[k] += 1
+    return tuple(counts)
+
+
+def _work(block: Block, column: int, backward: bool) -> float:
+    layer = block.layers[column]
+    macs = layer.backward_macs if backward else layer.macs
+    vec = layer.backward_vector_ops if backward else layer.vector_ops
+    return float(macs) or vec / 64.0
+
+
+def _option(block: Block, split: str, columns: tuple[int, ...], counts: tuple[int, ...],
+            batch: int, machine: Machine, backward: bool) -> StateOption:
+    regions = split_regions(0, counts)
+    cycles, energy = 0.0, 0.0
+    step, load = Traffic(), Traffic()
+    spread = 0.0
+    for column, region in zip(columns, regions, strict=True):
+        cost = layer_cost(block.layers[column], batch, region, machine, backward)
+        cycles = max(cycles, cost.cycles)
+        energy += cost.energy_pj
+        spread = max(spread, weight_spread_cycles(block.layers[column], cost.partition, machine))
+        # Copies a split forwards between its tiles (priced in energy_pj) take NoC time.
+        step = step + Traffic(noc_byte_hops=cost.operand_traffic.noc_byte_hops,
+                              noc_link_bytes=cost.operand_traffic.noc_link_bytes)
+        if cost.weights_resident:
+            load = load + cost.weight_load
+            continue
+        # Weights that do not fit are fetched again for every sub-batch.
+        step = step + cost.weight_load
+        energy += traffic_energy(cost.weight_load, machine)
+    mesh = Mesh.of(machine)
+    chip = TileRun(0, mesh.tiles)
+    at = {c: r for c, r in zip(columns, regions, strict=True)}
+    edges = tuple((e.src, e.dst, mean_hops(mesh, at[e.src], at[e.dst]),
+                   link_share(mesh, at[e.src], at[e.dst])) for e in block.edges
+                  if e.src in at and e.dst in at)
+    weights = max(_transfer_cycles(load, machine), spread if load.dram_bytes else 0.0)
+    lead = weights + max(
+        (_input_cycles(block, c, batch, r, machine) for c, r in zip(columns, regions, strict=True)),
+        default=0.0)
+    return StateOption(split, columns, regions, cycles, energy, step, load,
+                       tuple(mean_hops(mesh, chip, r) for r in regions),
+                       tuple(dram_hops(mesh, r) for r in regions), edges, lead, cycles,
+                       tuple(link_share(mesh, chip, r) for r in regions))
+
+
+def _input_cycles(block: Block, column: int, batch: int, region: TileRun, machine: Machine) -> float:
+    """One step's inputs from outside the block reaching a column's region: through DRAM,
+    or over the region's links when the block's inputs stay on chip."""
+    nbytes = block.external_in[column] * batch
+    if not nbytes:
+        return 0.0
+    if block.in_from_sram:
+        chip = TileRun(0, machine.tiles)
+        return link_cycles(nbytes * link_share(Mesh.of(machine), chip, region), machine)
+    return dram_cycles(nbytes, machine)
+
+
+@lru_cache(maxsize=400_000)
+def state_options(block: Block, state: int, batch: int, machine: Machine,
+                  backward: bool = False, splits: tuple[str, ...] = SPLITS,
+                  tiles: int | None = None) -> tuple[StateOption, ...]:
+    """Distinct candidate splits of ``state`` for sub-batches of ``batch`` samples."""
+    columns = active_columns(block.n, state)
+    budget = tiles or machine.tiles
+    backward = backward or block.backward
+    if len(columns) > budget:
+        return ()
+    seen: dict[tuple[int, ...], str] = {}
+    floors = tuple(min_tiles(block.layers[c], batch, machine, backward) for c in columns)
+    for split in splits:
+        counts = (balanced_split(block, columns, batch, budget, machine, backward)
+                  if split == "balanced" else flops_split(block, columns, budget, backward, floors))
+        if counts is not None:
+            seen.setdefault(counts, split)
+    return tuple(_option(block, split, columns, counts, batch, machine, backward)
+                 for counts, split in seen.items())
+
+
+def _state_traffic(plan: Plan, state: int, opt: StateOption, machine: Machine) -> Traffic:
+    """Inter-layer and boundary traffic of one state (Dep^C, Dep^S, Dep^D)."""
+    block, b, sct = plan.block, plan.subbatch, plan.sct
+    s = plan.workloads[state]
+    total = Traffic()
+    for e in block.edges:
+        if not is_active(block.n, state, e.dst):
+            continue
+        d = direct_take(sct, block.n, state, e.src, e.dst)
+        if d:
+            total = total + Traffic.on_chip(e.bytes * b * d, edge_hops(machine, opt, e.src, e.dst),
+                                            edge_share(machine, opt, e.src, e.dst))
+        stored = e.bytes * b * (s - d)
+        total = total + (Traffic.on_chip(stored, *held_path(block, b, machine, state, e.src,
+                                                            opt.region(e.dst)))
+                         if plan.fused[e.src]
+                         else Traffic.dram_read(stored, port_hops(machine, opt, e.dst)))
+    for m in opt.columns:
+        total = total + _producer_traffic(plan, state, m, opt, machine)
+    return total
+
+
+def _producer_traffic(plan: Plan, state: int, m: int, opt: StateOption,
+                      machine: Machine) -> Traffic:
+    block, b, s = plan.block, plan.subbatch, plan.workloads[state]
+    layer = block.layers[m]
+    total = Traffic()
+    ext_in = block.external_in[m] * b * s
+    total = total + (Traffic.on_chip(ext_in, sram_hops(machine, opt, m), sram_share(machine, opt, m))
+                     if block.in_from_sram
+                     else Traffic.dram_read(ext_in, port_hops(machine, opt, m)))
+    ext_out = block.external_out[m] * b * s
+    total = total + (Traffic(sram_write_bytes=ext_out) if block.out_to_sram
+                     else Traffic.dram_write(ext_out, port_hops(machine, opt, m)))
+    consumers = block.consumers(m)
+    if not consumers:
+        return total
+    kept = max(s - direct_take(plan.sct, block.n, state, m, e.dst) for e in consumers)
+    nbytes = layer.output_bytes * b * kept
+    return total + (Traffic(sram_write_bytes=nbytes) if plan.fused[m]
+                    else Traffic.dram_write(nbytes, port_hops(machine, opt, m)))
+
+
+def highs_row_by_row(model: Model, time_limit: float | None = None) -> highspy.Highs:
+    """``Model._highs`` as it was: one ``addRow`` call per constraint."""
+    h = new_highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", 1)
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(time_limit))
+    n = model.num_vars
+    cost = np.zeros(n)
+    for var, coef in model.objective.terms.items():
+        cost[var] = coef
+    h.addVars(n, np.array(model.lower), np.array(model.upper))
+    h.changeColsCost(n, np.arange(n, dtype=np.int32), cost)
+    ints = np.array([i for i, flag in enumerate(model.integer) if flag], dtype=np.int32)
+    if len(ints):
+        kinds = np.full(len(ints), highspy.HighsVarType.kInteger)
+        h.changeColsIntegrality(len(ints), ints, kinds)
+    for expr, lb, ub, _ in model.rows:
+        idx = np.array(list(expr.terms.keys()), dtype=np.int32)
+        val = np.array(list(expr.terms.values()), dtype=np.float64)
+        h.addRow(lb, ub, len(idx), idx, val)
+    return h
+
+
+def mean_hops_pairwise(mesh: Mesh, src: TileRun, dst: TileRun) -> float:
+    """``crane.cost.placement.mean_hops`` as it was: every pair of tiles."""
+    a, b = _coords(mesh, src), _coords(mesh, dst)
+    diff = np.abs(a[:, None, :] - b[None, :, :]).sum(axis=2)
+    return float(diff.mean())
+
+
+def state_cost(plan: Plan, state: int, machine: Machine, backward: bool = False) -> StateCost:
+    """``crane.schedule.evaluate.state_cost`` as it was: a ``Traffic`` per added term."""
+    if plan.workloads[state] == 0:
+        return StateCost(0.0, 0.0, Traffic(), 0.0)
+    opts = state_options(plan.block, state, plan.subbatch, machine, backward)
+    inner = _state_traffic(plan, state, opts[0], machine)
+    step, comp = inner, 0.0
+    energy = traffic_energy(inner, machine)
+    for opt, count in zip(opts, plan.mix[state], strict=True):
+        comp += count * opt.cycles
+        energy += count * opt.energy_pj
+        step = step + opt.traffic.scaled(count)
+        if count:
+            step = step + opt.weight_load
+            energy += traffic_energy(opt.weight_load, machine)
+    used = [opt for opt, count in zip(opts, plan.mix[state], strict=True) if count]
+    lead = max((opt.lead for opt in used), default=0.0)
+    tail = max((opt.tail for opt in used), default=0.0)
+    latency = max(comp + lead, noc_time(step, machine.tiles, machine) + tail,
+                  dram_cycles(step.dram_bytes, machine) + tail)
+    return StateCost(latency, energy, step, comp)

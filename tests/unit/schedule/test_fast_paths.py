@@ -1,0 +1,110 @@
+"""The scheduler's fast paths equal the paths they replaced (``reference_paths.py``) bit for
+bit, on random blocks, states, machines and plans: the state options shared between blocks
+through their views, state traffic summed in place, MILP constraints given to HiGHS in one
+call, and mean hops between regions from their rows and columns."""
+
+from __future__ import annotations
+
+import random
+
+import highspy
+import pytest
+import reference_paths as ref
+
+from crane.cost.placement import Mesh, TileRun, mean_hops
+from crane.cost.workload import Workload
+from crane.dialects.segment_tables import num_states
+from crane.hardware.machine import Machine
+from crane.schedule import evaluate as fast
+from crane.schedule.block import Block, gradient_block
+from crane.schedule.builders import chain, diamond, residual_block, transformer_block
+from crane.schedule.canonical import vertices
+from crane.schedule.evaluate import Plan
+from crane.schedule.formulate import formulate
+from crane.schedule.options import state_options
+
+NETS = (chain(4), diamond(), residual_block(), transformer_block())
+MACHINES = (Machine.edge(), Machine.cloud(),
+            Machine.edge().with_changes(name="m2x3", rows=2, cols=3,
+                                        dram_ports=Machine.edge_ports(2, 3)))
+
+
+def _block(rng: random.Random, net: Workload) -> Block:
+    start = rng.randrange(len(net))
+    stop = rng.randrange(start + 1, min(len(net), start + 4) + 1)
+    block = Block.of(net, start, stop, in_from_sram=rng.random() < 0.5,
+                     out_to_sram=rng.random() < 0.5)
+    return gradient_block(block) if rng.random() < 0.25 else block
+
+
+def _plan(rng: random.Random, block: Block, subbatch: int, machine: Machine) -> Plan | None:
+    """A plan over one of the block's vertices, its sub-batches spread over random splits."""
+    found = vertices(block, rng.randint(block.n, block.n + 3))
+    if not found:
+        return None
+    workloads = rng.choice(found)
+    mix = []
+    for state, s in enumerate(workloads):
+        width = len(state_options(block, state, subbatch, machine))
+        if not width:
+            return None
+        row = [0] * width
+        for _ in range(s):
+            row[rng.randrange(width)] += 1
+        mix.append(tuple(row))
+    fused = tuple(rng.random() < 0.5 for _ in range(block.n))
+    return Plan(block, subbatch, sum(workloads[: block.n]), tuple(mix), fused)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_state_options_and_traffic_equal_the_reference(seed: int) -> None:
+    rng = random.Random(seed)
+    block = _block(rng, rng.choice(NETS))
+    machine = rng.choice(MACHINES)
+    subbatch = rng.choice((1, 2, 4))
+    for state in range(num_states(block.n)):
+        assert state_options(block, state, subbatch, machine) == \
+            ref.state_options(block, state, subbatch, machine)
+    tiles = rng.randint(1, machine.tiles)
+    assert state_options(block, 0, subbatch, machine, tiles=tiles) == \
+        ref.state_options(block, 0, subbatch, machine, tiles=tiles)
+    plan = _plan(rng, block, subbatch, machine)
+    if plan is None:
+        return
+    for state in range(num_states(block.n)):
+        for option in state_options(block, state, subbatch, machine):
+            assert fast._state_traffic(plan, state, option, machine) == \
+                ref._state_traffic(plan, state, option, machine)
+        assert fast.state_cost(plan, state, machine) == ref.state_cost(plan, state, machine)
+
+
+def _lp(h: highspy.Highs) -> tuple[list[float], ...]:
+    lp = h.getLp()
+    a = lp.a_matrix_
+    return (list(lp.col_cost_), list(lp.col_lower_), list(lp.col_upper_), list(lp.row_lower_),
+            list(lp.row_upper_), [a.format_], list(a.start_), list(a.index_), list(a.value_),
+            list(lp.integrality_))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_milp_constraints_in_one_call_build_the_same_model(seed: int) -> None:
+    rng = random.Random(seed)
+    block = Block.of(rng.choice(NETS), 0, rng.randint(1, 3))
+    machine = rng.choice(MACHINES)
+    form = formulate(block, 1, rng.randint(block.n, block.n + 3), machine,
+                     sram_reserved=rng.choice((0.0, 1e5)))
+    assert form is not None
+    form.model.minimize(form.latency if rng.random() < 0.5 else form.energy)
+    assert _lp(form.model._highs(0.5)) == _lp(ref.highs_row_by_row(form.model, 0.5))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_mean_hops_equal_the_pairwise_mean(seed: int) -> None:
+    rng = random.Random(seed)
+    rows, cols = rng.randint(1, 64), rng.randint(1, 64)
+    mesh = Mesh(rows, cols, ((0, 0),))
+    runs = []
+    for _ in range(2):
+        count = rng.randint(1, min(rows * cols, 600))
+        runs.append(TileRun(rng.randint(0, rows * cols - count), count))
+    assert mean_hops(mesh, *runs) == ref.mean_hops_pairwise(mesh, *runs)
