@@ -45,7 +45,8 @@ def segment_pass(point: Point) -> Segment:
     return Segment(policy=options.policy,  # type: ignore[arg-type]
                    objective=options.objective, batch=point.batch,
                    time_limit=options.time_limit, max_block=options.max_block,
-                   recompute=options.recompute)  # type: ignore[arg-type]
+                   recompute=options.recompute,  # type: ignore[arg-type]
+                   record_time=True)
 
 
 def schedule_point(point: Point) -> tuple[dict[str, Any] | None, str | None]:
