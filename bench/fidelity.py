@@ -55,6 +55,23 @@ QUICK = (("tiny_resnet", "edge", "inf8"), ("tiny_resnet", "edge", "train"),
 and ``cloud``, inference and training (a few minutes; the tiny networks' batches are 8
 and 4, so their ``inf1`` cells do not lower)."""
 
+COPIES = ("codegen's layout copies (tile.copy between parts of consecutive ops split "
+          "differently, one vector op per element) that the model does not count")
+NOC = ("codegen's redistribution of activations between the parts of consecutive ops "
+       "inside a phase (NoC time on every tile) that the model does not count")
+KNOWN_CAUSES = {
+    ("tiny_resnet", "edge", "inf8"): NOC,
+    ("tiny_resnet", "gpu11", "inf8"): COPIES + "; SRAM energy of every merged vector op's pass",
+    ("tiny_resnet", "gpu11", "train"): COPIES + " (3.0e6 of the 2.0e7 vector ops); batch "
+                                                "statistics recomputed in backward",
+    ("tiny_transformer", "gpu11", "train"): COPIES + "; the recomputation's vector work",
+    ("tiny_transformer", "cloud", "inf8"): NOC + "; on 144 tiles a tiny network's transfers "
+                                           "and broadcast trees, not its compute, set the time",
+}
+"""Cells of the ``--quick`` slice known to miss the target, with the cause found (the CI
+test expects them to miss, strictly: a fix that brings one inside the target must drop it
+from here)."""
+
 
 @dataclass
 class Cell:
@@ -165,7 +182,9 @@ def row(cell: Cell) -> str:
     text = f"{cell.network:<18}{cell.machine:<9}{cell.mode:<6}"
     text += "".join(_figure(cell, m) for m in METRICS)
     text += f"{cell.lower_seconds:>8.1f}{cell.sim_seconds:>7.1f}  {cell.outcome}"
-    return text + (f": {cell.message}" if cell.message else "")
+    cause = KNOWN_CAUSES.get((cell.network, cell.machine, cell.mode))
+    message = cell.message or (f"known cause: {cause}" if cause and cell.outcome == "MISS" else "")
+    return text + (f": {message}" if message else "")
 
 
 def summary(done: list[Cell]) -> list[str]:
