@@ -2,8 +2,9 @@
 
 The ``crane.cost`` report leaves out the search's wall time (``schedule_seconds``) unless
 ``segment{record-time=true}`` asks for it; nothing else in the lowered IR may depend on
-the run. The small examples run here in subprocesses, as a user runs them (every bundled
-example was checked the same way when this test was written).
+the run. The small examples run here in subprocesses, as a user runs them. (The segment
+search's MILP solves have a time limit: a solve cut short by it under load could pick
+another schedule, which this test would catch.)
 """
 
 from __future__ import annotations
