@@ -55,8 +55,9 @@ QUICK = (("tiny_resnet", "edge", "inf8"), ("tiny_resnet", "edge", "train"),
 and ``cloud``, inference and training (a few minutes; the tiny networks' batches are 8
 and 4, so their ``inf1`` cells do not lower)."""
 
-COPIES = ("codegen's layout copies (tile.copy between parts of consecutive ops split "
-          "differently, one vector op per element) that the model does not count")
+COPIES = ("codegen's tile.copy cuts (a vector op streamed in boxes other than its producer's "
+          "buffer copies its input box out first, one vector op per element; joins of a "
+          "channel split's pieces) that the model does not count")
 NOC = ("codegen's redistribution of activations between the parts of consecutive ops "
        "inside a phase (NoC time on every tile) that the model does not count")
 KNOWN_CAUSES = {
