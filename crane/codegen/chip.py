@@ -64,8 +64,11 @@ def dtype_of(value: Value) -> str:
 class Chip:
     """Programs of a ``rows`` x ``cols`` mesh being written (see the module docstring)."""
 
-    def __init__(self, rows: int, cols: int, namer: TensorNamer) -> None:
+    def __init__(self, rows: int, cols: int, namer: TensorNamer,
+                 ports: Sequence[int] = ()) -> None:
         self.rows, self.cols = rows, cols
+        self.ports = tuple(ports)
+        """Per tile, its DRAM port (empty: the port each load or store is given)."""
         self.programs = [Program(r * cols + c, r, c) for r in range(rows) for c in range(cols)]
         self.namer = namer
         self.tensors: dict[Value, DramTensor] = {}
@@ -122,13 +125,19 @@ class Chip:
         self.emit(tile, Alloc(buffer))
         return buffer
 
+    def port(self, tile: int, port: int) -> int:
+        """The DRAM port ``tile``'s DMA goes through: its own nearest one when known."""
+        return self.ports[tile] if self.ports else port
+
     def load(self, value: Value, box: Box, tile: int, port: int) -> Buffer:
         buffer = self.alloc(tile, extent(box), value)
-        self.emit(tile, Load(buffer, self.tensor(value).name, starts(box), port))
+        self.emit(tile, Load(buffer, self.tensor(value).name, starts(box), self.port(tile, port)))
         return buffer
 
-    def store(self, value: Value, buffer: Buffer, box: Box, port: int) -> None:
-        self.emit(buffer.tile, Store(buffer, self.tensor(value).name, starts(box), port))
+    def store(self, value: Value, buffer: Buffer, box: Box, port: int,
+              accumulate: bool = False) -> None:
+        self.emit(buffer.tile, Store(buffer, self.tensor(value).name, starts(box),
+                                     self.port(buffer.tile, port), accumulate))
 
     def cut(self, buffer: Buffer, have: Box, want: Box, value: Value) -> Buffer:
         """``want`` out of a buffer holding ``have`` (a ``copy`` unless they are equal)."""

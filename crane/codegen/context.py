@@ -74,6 +74,9 @@ class Context:
     refreshed: frozenset[str] = frozenset()
     """Layers whose forward ops run again in their first backward phase (their values read
     only by the layer itself are not stored)."""
+    ports: tuple[int, ...] = ()
+    """Per tile, the DRAM port its loads and stores go through (``Machine.nearest_port``;
+    empty: the port the schedule's ``ports`` table gives the column)."""
 
 
 def is_resident(value: Value) -> bool:

@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from crane.codegen.boxes import Box, extent, intersect, split_span, starts, volume, with_axis
+from crane.codegen.boxes import Box, extent, intersect, split_span, volume, with_axis
 from crane.codegen.context import Piece, is_weight
 from crane.codegen.plan import Home
-from crane.codegen.program import Buffer, Compute, Copy, Store
+from crane.codegen.program import Buffer, Compute, Copy
 from crane.codegen.rules import Part
 from crane.codegen.statistics import Statistics
 from crane.codegen.training_rules import Division, partial_bytes, training_divisions, training_steps
@@ -170,8 +170,7 @@ class TrainingEmitter(Statistics):
         run.acc = ()
 
     def _flush(self, value: Value, buffer: Buffer, box: Box, partial: bool, port: int) -> None:
-        self.chip.emit(buffer.tile, Store(buffer, self.chip.tensor(value).name, starts(box), port,
-                                          accumulate=partial))
+        self.chip.store(value, buffer, box, port, accumulate=partial)
         self.stored.setdefault(value, []).append((box, self.synced))
 
     # ----- results

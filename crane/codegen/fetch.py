@@ -46,7 +46,7 @@ class Fetcher:
 
     def __init__(self, rows: int, cols: int, ctx: Context) -> None:
         self.ctx = ctx
-        self.chip = Chip(rows, cols, self._tensor_name)
+        self.chip = Chip(rows, cols, self._tensor_name, ctx.ports)
         self.pieces: dict[Value, list[Piece]] = {}
         self.copies: dict[Value, list[Piece]] = {}
         self.remembered: dict[int, list[tuple[Value, Piece]]] = {}

@@ -166,7 +166,8 @@ def lower_func(func: FuncOp, schedule: ScheduleOp, machine: Machine,
                   anchors=own.anchors, dims=own.dims,
                   kept=frozenset(name for block in blocks for name in kept_outputs(block)),
                   backward_phase={op: k for k, phase in enumerate(phases) for op in phase.ops},
-                  recomputed=recomputed, refreshed=refreshed)
+                  recomputed=recomputed, refreshed=refreshed,
+                  ports=tuple(machine.nearest_port(t) for t in range(machine.tiles)))
     emitter = Emitter(machine.rows, machine.cols, ctx)
     for phase in phases:
         emitter.run_phase(phase, ops_of)

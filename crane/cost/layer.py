@@ -2,7 +2,8 @@
 
 Compute follows Crane Eqs. 16-17 and 20: the MAC array runs at the utilisation of the best
 SET factorisation, and energy is charged for padded (idle) MAC slots as the paper does.
-Vector work (pool, eltwise, softmax, activation) runs on the tile's vector unit concurrently.
+Vector work (pool, eltwise, softmax, activation, norms) follows the layer's MACs on the same
+compute unit: the program runs them as instructions of their own, one after the other.
 Operand traffic inside the cluster (SRAM reads of inputs and weights, writes of outputs) is
 counted here; traffic between layers is the scheduler's business.
 
@@ -68,9 +69,12 @@ def _compute_cycles(macs: float, vector_ops: float, part: Partition, machine: Ma
 
 def _cycles_of(macs: float, vector_ops: float, part: Partition, macs_per_cycle: int,
                lanes: int) -> float:
+    """MAC cycles plus vector cycles: a layer's convolution or matmul and the vector ops
+    merged into it (activations, norms) are separate instructions on a tile's one compute
+    unit, which runs them one after the other (``crane.exec.tile_sim``)."""
     mac_cycles = macs / (macs_per_cycle * part.throughput) if macs else 0.0
     vec_cycles = vector_ops / (lanes * part.tiles) if vector_ops else 0.0
-    return max(mac_cycles, vec_cycles)
+    return mac_cycles + vec_cycles
 
 
 @lru_cache(maxsize=500_000)

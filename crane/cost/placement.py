@@ -4,8 +4,8 @@ Tiles are numbered along a snake (boustrophedon) path over the mesh rows, so eve
 contiguous range of tile numbers is a connected region; a group of ``n`` tiles starting at
 ``start`` occupies tiles ``start .. start + n - 1``. Transfers between regions are modelled as
 all-to-all (a consumer's partition needs data from every producer partition), so the hop
-count is the mean Manhattan distance between the two regions. DRAM traffic of a region
-goes through one DRAM port, the one nearest the region on average.
+count is the mean Manhattan distance between the two regions. DRAM traffic of a tile goes
+through the DRAM port nearest to it.
 """
 
 from __future__ import annotations
@@ -125,13 +125,12 @@ def link_share(mesh: Mesh, src: TileRun, dst: TileRun) -> float:
 
 @lru_cache(maxsize=100_000)
 def dram_hops(mesh: Mesh, region: TileRun) -> float:
-    """Mean distance from a tile of ``region`` to the region's DRAM port: the one port
-    nearest the region on average, which serves all of its tiles (as ``map`` assigns
-    one port per placed column)."""
+    """Mean distance from a tile of ``region`` to its DRAM port: every tile's DMA goes
+    through the port nearest to it (``Machine.nearest_port``, as codegen emits it)."""
     tiles = _coords(mesh, region)
     ports = np.array(mesh.ports)
     dist = np.abs(tiles[:, None, :] - ports[None, :, :]).sum(axis=2)
-    return float(dist.mean(axis=0).min())
+    return float(dist.min(axis=1).mean())
 
 
 def split_regions(start: int, counts: tuple[int, ...]) -> tuple[TileRun, ...]:

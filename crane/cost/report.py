@@ -39,9 +39,12 @@ _INT_KEYS = frozenset({"dram_bytes", "noc_byte_hops", "peak_sram_bytes", "peak_d
 
 
 def cost_attribute(summary: Mapping[str, float]) -> DictAttr:
-    """The ``crane.cost`` attribute of a summary (byte counts as integers)."""
+    """The ``crane.cost`` attribute of a summary (byte counts as integers); keys the summary
+    lacks (``schedule_seconds`` unless asked for) are left out."""
     entries: dict[str, Attribute] = {}
     for key in REPORT_KEYS:
+        if key not in summary:
+            continue
         value = float(summary.get(key, 0.0))
         entries[key] = IntAttr(round(value)) if key in _INT_KEYS else FloatAttr(value)
     return DictAttr.of(entries)

@@ -69,6 +69,13 @@ class Machine:
     def total_macs_per_cycle(self) -> int:
         return self.tiles * self.macs_per_cycle
 
+    def nearest_port(self, tile: int) -> int:
+        """The DRAM port a tile's DMA goes through: the nearest one in XY hops (ties go to
+        the port declared first); 0 on a machine that declares none."""
+        row, col = divmod(tile, self.cols)
+        return min(range(len(self.dram_ports)), default=0,
+                   key=lambda p: abs(self.dram_ports[p].row - row) + abs(self.dram_ports[p].col - col))
+
     def with_changes(self, **changes: object) -> Machine:
         """A copy with some fields replaced (for design-space sweeps)."""
         return replace(self, **changes)  # type: ignore[arg-type]

@@ -4,8 +4,9 @@ For every state the placed columns get consecutive runs of tiles along a snake
 (boustrophedon) path, so each partition is a connected region and pipeline neighbours sit
 side by side (the layout the cost model assumes, ``crane.cost.placement``). The candidates
 are the row-wise and column-wise snakes, each walked from either end, with the columns in
-order or reversed, starting at a few offsets when the state leaves tiles free. Each column
-takes the DRAM port nearest to its run (ties go to the port fewer columns use). The
+order or reversed, starting at a few offsets when the state leaves tiles free. Each column's
+table entry names the DRAM port nearest to its run (ties go to the port fewer columns use);
+the DMA of each tile goes through the port nearest to that tile. The
 candidate with the fewest hop-bytes (``crane.mapping.hops``) wins; ties keep the earlier.
 """
 

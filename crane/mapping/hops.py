@@ -4,8 +4,9 @@ An XY route goes along the source tile's row to the destination's column, then a
 column to the destination: ``hops = |dr| + |dc|``. Traffic between two placed columns is
 all-to-all (every consumer partition reads from every producer partition, as in the cost
 model, ``crane.cost.placement``), so its hop-bytes are its bytes times the mean distance
-between the two tile sets; DRAM traffic of a column goes through its port, spread evenly
-over the column's tiles.
+between the two tile sets; DRAM traffic of a column is spread evenly over its tiles, each
+tile's through the DRAM port nearest to it (``Machine.nearest_port``, as codegen emits it
+and the cost model counts it).
 """
 
 from __future__ import annotations
@@ -80,13 +81,25 @@ def port_distance(mesh: Mesh, port: int, tiles: Sequence[int]) -> float:
     return sum(abs(r - pr) + abs(c - pc) for r, c in (coords(mesh, t) for t in tiles)) / len(tiles)
 
 
+def nearest_port_distance(mesh: Mesh, tiles: Sequence[int]) -> float:
+    """Mean XY hops from each tile of a partition to the DRAM port nearest to it (the port
+    its loads and stores go through, ``Machine.nearest_port``)."""
+    if not tiles or not mesh.ports:
+        return 0.0
+    total = 0
+    for r, c in (coords(mesh, t) for t in tiles):
+        total += min(abs(r - pr) + abs(c - pc) for pr, pc in mesh.ports)
+    return total / len(tiles)
+
+
 def state_hop_bytes(problem: BlockProblem, state: int,
                     placement: Sequence[Sequence[int]], ports: Sequence[int]) -> float:
     """Hop-bytes of one state: column-to-column flows plus DRAM traffic through ports."""
     mesh = problem.mesh
     total = sum(f.bytes * mean_distance(mesh, placement[f.src], placement[f.dst])
                 for f in problem.flows[state])
-    return total + sum(problem.dram_bytes[state][j] * port_distance(mesh, ports[j], placement[j])
+    # Each tile's DMA goes through its nearest port, whichever port the table names.
+    return total + sum(problem.dram_bytes[state][j] * nearest_port_distance(mesh, placement[j])
                        for j in problem.placed_columns(state))
 
 

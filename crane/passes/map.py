@@ -47,7 +47,8 @@ class Map(Pass):
     the block's ``tiles`` table says, and one DRAM port, and writes them as the block's
     ``placement`` (state-major, one ``array<i64: ...>`` of tile ids per (state, column);
     tile id = row * cols + col) and ``ports`` (index into the ``hw.machine``'s
-    ``dram_ports``, -1 where nothing is placed). The machine is the module's
+    ``dram_ports``, -1 where nothing is placed; the port nearest the column's run, while
+    codegen sends each tile's DMA through the port nearest to that tile). The machine is the module's
     ``crane.machine`` (``edge`` when it names none).
 
     ``search=heuristic`` lays columns out as contiguous snake runs, trying a few layouts and

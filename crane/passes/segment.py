@@ -225,6 +225,9 @@ class Segment(Pass):
     """auto: a training step for a function with a training section or made by autodiff,
     else inference; inference: the forward pass only (not of a training step); training:
     a training step (the function must have a training section or be one)."""
+    record_time: bool = False
+    """Also record the search's wall time as ``schedule_seconds`` in ``crane.cost`` (off by
+    default, so that the same input always gives the same bytes)."""
 
     def run(self, op: Operation, ctx: PassContext) -> None:
         body = op.regions[0].blocks[0] if op.regions and op.regions[0].blocks else None
@@ -234,6 +237,9 @@ class Segment(Pass):
             machine = Machine.edge()
             retarget(op, machine)  # later passes lower for the machine it was scheduled on
         summaries = [s for s in (self.schedule_func(f, machine, ctx) for f in funcs) if s]
+        if not self.record_time:
+            for summary in summaries:
+                summary.pop("schedule_seconds", None)
         if summaries:
             op.attributes[COST_ATTR] = cost_attribute(combine(summaries))
 

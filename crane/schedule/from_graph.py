@@ -58,6 +58,12 @@ TRAINING_OPS = (GradOp, FillOp, AccumulateOp, OptimizerStateOp, UpdateOp)
 """Ops ``autodiff`` adds: the workload is the forward pass (``crane.schedule.training``
 derives the backward blocks from it)."""
 
+BATCH_STATISTICS_OPS = 5
+"""Vector operations per element of a batchnorm over the batch's own statistics, as the
+program runs it: a sum, the squared deviations (a subtraction and a multiply-add), then
+the normalisation (a multiply-add with the scale and shift): codegen's ``batchnorm_sum``,
+``batchnorm_sqdev`` and ``batchnorm_apply`` (``crane.exec.tile_sim.timing_work``)."""
+
 Flow = dict[str | None, int]
 """Producer layer (None: DRAM, outside the network) -> bytes per sample read from it."""
 
@@ -81,6 +87,15 @@ class _Layer:
             self.name, self.kind, macs=self.macs, vector_ops=self.vector_ops,
             weight_bytes=self.weight_bytes, output_bytes=self.output_bytes, dims=self.dims,
             inputs=named, external_input_bytes=self.inputs.get(None, 0))
+
+
+def layer_flops(op: LayerOp) -> int:
+    """The op's FLOPs as the program runs it: the accounting's, except a batchnorm over the
+    batch's statistics (``BATCH_STATISTICS_OPS`` per element)."""
+    flops = op.accounting()["flops"]
+    if op.kind.has_batch_statistics and op.layer_attrs.get("running") is False:
+        return BATCH_STATISTICS_OPS * numel(_shape(op.results[0]))
+    return flops
 
 
 def trains(func: Operation) -> bool:
@@ -195,8 +210,7 @@ class WorkloadBuilder:
 
     def merge_unary(self, op: LayerOp) -> None:
         layer = self.owner.pop(op.inputs[0])
-        figures = op.accounting()
-        layer.vector_ops += self.per_sample(figures["flops"])
+        layer.vector_ops += self.per_sample(layer_flops(op))
         layer.weight_bytes += self.read(op.weights)[1]
         layer.output_bytes = self.sample_bytes(op.results[0])
         self.owner[op.results[0]] = layer
@@ -207,7 +221,7 @@ class WorkloadBuilder:
         flow, weight_bytes = self.read(op.operands)
         out = _shape(op.results[0])
         macs = self.per_sample(figures["macs"])
-        vector = self.per_sample(figures["flops"] - 2 * figures["macs"])
+        vector = self.per_sample(layer_flops(op) - 2 * figures["macs"])
         dims = self.gemm_dims(op, work, out) if work in GEMM_WORK else _vector_dims(out)
         name = self.unique(op.results[0], op.kind.name)
         self.add(_Layer(name, work.value, macs, vector, weight_bytes,

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from crane.cost.placement import Mesh, TileRun, dram_hops
 from crane.cost.traffic import Traffic, dram_cycles, traffic_energy
 from crane.cost.workload import Workload
 from crane.hardware.machine import Machine
@@ -130,7 +131,8 @@ def _with_saves(forward: BlockCost, block: Block, samples: int, machine: Machine
     the DRAM time of all its DRAM traffic including the saves.
     """
     nbytes = sum(layer.output_bytes for layer in block.layers) * samples + checkpoint
-    saves = Traffic.dram_write(nbytes, 1.0)
+    chip = TileRun(0, machine.tiles)
+    saves = Traffic.dram_write(nbytes, dram_hops(Mesh.of(machine), chip))
     traffic = forward.traffic + saves
     latency = max(forward.latency_cycles, dram_cycles(traffic.dram_bytes, machine))
     return BlockCost(latency, forward.energy_pj + traffic_energy(saves, machine), traffic,

@@ -13,8 +13,8 @@ Two sources, the more concrete first:
   (``crane.mapping.from_schedule``): every tile keeps the column's resident weights plus an
   even share of the held activations; producer-to-consumer flows are all-to-all between
   the two tile sets (each pair carries an equal share along its XY route); a column's DRAM
-  reads (weights, block inputs) come from its port's tile and its writes (block outputs,
-  spills) go back, spread evenly over its tiles. SRAM is the worst state.
+  reads (weights, block inputs) and writes (block outputs, spills) are spread evenly over
+  its tiles, each tile's to and from the DRAM port nearest to it. SRAM is the worst state.
 
 Routes follow the timing simulator's (``crane.exec.tile_sim.timing_flows.xy_route``): along
 the row first, then the column. The simulator charges DMA to the ports alone; here it is
@@ -180,13 +180,21 @@ def _block_load(op: BlockOp, target: Machine, workload: Workload | None,
         for flow in problem.flows[i]:
             _spread(links, placement[flow.src], placement[flow.dst], flow.bytes, target.cols)
         for j in problem.placed_columns(i):
-            port = mapping[1][i * n + j]
             read, written = dram_split(block, problem.workloads[i], _int(op, "subbatch"),
                                        fused, j)
-            ports[port] += read + written
-            at = [port_tile(target, port)]
-            _spread(links, at, placement[j], read, target.cols)
-            _spread(links, placement[j], at, written, target.cols)
+            _dram_flows(target, placement[j], read, written, links, ports)
+
+
+def _dram_flows(target: Machine, tiles: Sequence[int], read: float, written: float,
+                links: dict[Link, float], ports: list[float]) -> None:
+    """A column's DRAM bytes spread evenly over its tiles, each tile's through the port
+    nearest to it (``Machine.nearest_port``, as codegen emits its loads and stores)."""
+    for t in tiles:
+        port = target.nearest_port(t)
+        ports[port] += (read + written) / len(tiles)
+        at = [port_tile(target, port)]
+        _spread(links, at, [t], read / len(tiles), target.cols)
+        _spread(links, [t], at, written / len(tiles), target.cols)
 
 
 def from_schedules(module: Operation, target: Machine) -> MeshLoad:

@@ -6,7 +6,9 @@
 // a box of a buffer (halos, joins) without copies; a state fetches every column's first
 // operands before it computes (so tile 1's input leaves tile 0 before tile 0's own
 // convolution); every state ends with a barrier of both tiles labelled with its block
-// and state; buffers count their bytes at the machine's element width (one byte on edge).
+// and state; buffers count their bytes at the machine's element width (one byte on edge);
+// each tile loads and stores through the DRAM port nearest to it (tile 0: port 0, tile 1:
+// port 1), whichever port the block's table names for the column.
 // RUN: %crane-opt %s -p 'codegen{emit=listing output=%t}' -o /dev/null
 // RUN: filecheck %s --input-file=%t --check-prefix=LIST
 // RUN: %crane-opt %s -p codegen | filecheck %s --check-prefix=IR
@@ -41,11 +43,11 @@ builtin.module @pair attributes {crane.machine = @pair2} {
 // LIST:      compute relu b4 <- b4 {}
 // LIST-NEXT: barrier 1 tiles 0, 1  # conv2d..y:state1
 // LIST:      send    b4[0, 0, 0, 3] 1x4x8x5 -> tile 1 tag 3
-// LIST:      store   b7 -> y[1, 0, 0, 0] port 1
+// LIST:      store   b7 -> y[1, 0, 0, 0] port 0
 // LIST-NEXT: barrier 2 tiles 0, 1  # conv2d..y:state2
 // LIST-NEXT: # tile 1 (row 0, col 1): 24 instructions
 // LIST-NEXT: alloc   b0 1x3x8x5 f32 120B @-1
-// LIST-NEXT: load    b0 <- x[0, 0, 0, 3] port 0
+// LIST-NEXT: load    b0 <- x[0, 0, 0, 3] port 1
 // LIST-NEXT: alloc   b1 4x3x3x3 f32 108B @-1
 // LIST-NEXT: recv    b1 <- tile 0 tag 1
 // LIST:      barrier 0 tiles 0, 1  # conv2d..y:state0

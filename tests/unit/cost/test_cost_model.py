@@ -91,8 +91,9 @@ def test_hops_on_mesh() -> None:
     first_row, last_row = TileRun(0, 4), TileRun(12, 4)
     assert mean_hops(mesh, first_row, first_row) == 1.25  # mean |c1-c2| over a 4-wide row
     assert mean_hops(mesh, first_row, last_row) == 3 + 1.25
-    # One port serves a region: the corner port (0, 0) is 0, 1, 2 and 3 hops from the row.
-    assert dram_hops(mesh, first_row) == 1.5
+    # Each tile uses its nearest port: (0, 0) and (0, 1) the left one, (0, 2) and (0, 3) the
+    # right one: 0, 1, 1 and 0 hops.
+    assert dram_hops(mesh, first_row) == 0.5
     assert split_regions(2, (3, 5)) == (TileRun(2, 3), TileRun(5, 5))
 
 
