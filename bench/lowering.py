@@ -6,12 +6,14 @@ the lowering's seconds and peak RSS, the peak SRAM per tile that ``segment`` pla
 (``crane.cost`` ``peak_sram_bytes``) and that ``alloc`` placed (``crane.alloc``
 ``peak_bytes_max``) with their difference, and the check's largest relative error.
 
-* **inference**: ``expand-attention,segment{mode=inference},map,codegen,alloc``, at the
+* **inference**:
+  ``expand-attention,segment{mode=inference sram-account=true},map,codegen,alloc``, at the
   example's batch (``lower-to-tile`` without ``autodiff``);
 * **training**: ``lower-to-tile`` for an example with a ``train`` section, else the same
   with ``autodiff{attach-loss=cross_entropy}`` (a loss on the first output).
 
-``segment`` lowers the plan it chooses to account for SRAM (``crane.codegen.account``), so
+With ``sram-account`` (as in ``lower-to-tile``), ``segment`` lowers the plan it chooses
+to account for SRAM (``crane.codegen.account``), so
 the planned peak is the allocated one unless ``map``'s placement differs from the
 heuristic's the account assumes.
 
@@ -96,10 +98,11 @@ def trains(network: str) -> bool:
 
 def pipeline(network: str, mode: str) -> str:
     if mode == "inference":
-        return "expand-attention,segment{mode=inference},map,codegen,alloc"
+        return "expand-attention,segment{mode=inference sram-account=true},map,codegen,alloc"
     if trains(network):
         return "lower-to-tile"
-    return "expand-attention,autodiff{attach-loss=cross_entropy},segment,map,codegen,alloc"
+    return ("expand-attention,autodiff{attach-loss=cross_entropy},segment{sram-account=true},"
+            "map,codegen,alloc")
 
 
 def machine_arg(machine: str) -> str:

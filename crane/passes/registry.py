@@ -54,7 +54,7 @@ class PassRegistry:
         registry.register_pipeline("cleanup", "canonicalize,cse,dce",
                                    "canonicalize, then remove common and dead code")
         registry.register_pipeline("lower-to-tile",
-                                   "expand-attention,autodiff,segment,map,codegen,alloc",
+                                   "expand-attention,autodiff,segment{sram-account=true},map,codegen,alloc",
                                    "schedule, place, generate and allocate per-tile programs "
                                    "(attention expanded, a training step first when the "
                                    "network trains)")

@@ -215,12 +215,13 @@ class Segment(Pass):
     recompute: Literal["crane", "keep", "full"] = "crane"
     """Training only: crane (per-block choice of the sub-batches kept, within DRAM), keep
     (every activation kept) or full (every activation recomputed)."""
-    sram_account: bool = True
+    sram_account: bool = False
     """Lower the chosen plan (``crane.codegen.account``: map's heuristic placement, codegen,
     alloc's allocator) and refuse it, located, when a tile's buffers do not fit; the cost's
-    ``peak_sram_bytes`` is then the busiest tile's allocated peak. Off (or for the training
-    plan of a network ``autodiff`` has not expanded yet, which has no program): the cost
-    model's estimate (faster, for sweeps)."""
+    ``peak_sram_bytes`` is then the busiest tile's allocated peak. ``lower-to-tile`` turns
+    it on. Off (or for the training plan of a network ``autodiff`` has not expanded yet,
+    which has no program): the cost model's estimate (no lowering; for planning, sweeps
+    and the cost reports of schedules alone)."""
     mode: Literal["auto", "inference", "training"] = "auto"
     """auto: a training step for a function with a training section or made by autodiff,
     else inference; inference: the forward pass only (not of a training step); training:

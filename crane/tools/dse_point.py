@@ -41,14 +41,14 @@ def _context() -> Context:
 
 def segment_pass(point: Point) -> Segment:
     """The ``segment`` pass configured for ``point``: the cost model's figures, without
-    the SRAM account (a sweep prices schedules; lowering each point would cost a
-    ``codegen`` per point, and a batch below the network's has no program)."""
+    the SRAM account (a sweep prices schedules; a batch below the network's has no
+    program)."""
     options = point.scheduler
     return Segment(policy=options.policy,  # type: ignore[arg-type]
                    objective=options.objective, batch=point.batch,
                    time_limit=options.time_limit, max_block=options.max_block,
                    recompute=options.recompute,  # type: ignore[arg-type]
-                   sram_account=False, record_time=True)
+                   record_time=True)
 
 
 def schedule_point(point: Point) -> tuple[dict[str, Any] | None, str | None]:

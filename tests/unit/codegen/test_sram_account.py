@@ -2,8 +2,9 @@
 
 Random small networks (convolution chains, for inference and for a training step) on
 random meshes whose SRAM ranges from too small to ample. For each, the same schedule is
-lowered twice: once with ``segment{sram-account=false}`` (the plan goes through to
-``alloc`` unchecked) and once with the account on. ``segment`` must accept exactly the
+lowered twice: once with plain ``segment`` (the plan goes through to
+``alloc`` unchecked) and once with ``segment{sram-account=true}`` (as ``lower-to-tile``
+runs it). ``segment`` must accept exactly the
 plans ``alloc`` places, and report as its ``peak_sram_bytes`` the peak ``alloc`` places;
 what it accepts computes what the interpreter computes (``crane-sim --check``).
 """
@@ -78,9 +79,9 @@ def test_segment_accepts_exactly_what_alloc_places(tmp_path: Path, seed: int,
     source.write_text(_network(rng, train=rng.random() < 0.5))
     machine = tmp_path / "small.crn"
     machine.write_text(_machine(rng))
-    unchecked, _ = _lower(source, machine, "segment{sram-account=false}", tmp_path / "a.mlir")
+    unchecked, _ = _lower(source, machine, "segment", tmp_path / "a.mlir")
     capsys.readouterr()
-    checked, text = _lower(source, machine, "segment", tmp_path / "b.mlir")
+    checked, text = _lower(source, machine, "segment{sram-account=true}", tmp_path / "b.mlir")
     errors = capsys.readouterr().err
     assert (checked == 0) == (unchecked == 0), errors
     if checked != 0:

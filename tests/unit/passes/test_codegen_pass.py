@@ -93,7 +93,8 @@ def test_unscheduled_network_is_a_located_error() -> None:
 def test_pipeline_lower_to_tile() -> None:
     registry = PassRegistry.with_in_tree_passes()
     pipeline = registry.pipeline("lower-to-tile")
-    assert pipeline is not None and pipeline.text == "expand-attention,autodiff,segment,map,codegen,alloc"
+    assert pipeline is not None and pipeline.text == (
+        "expand-attention,autodiff,segment{sram-account=true},map,codegen,alloc")
     assert registry.lookup("codegen") is Codegen
 
 
