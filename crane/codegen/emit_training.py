@@ -45,8 +45,10 @@ class _Run:
     held: tuple[bool, ...]
     port: int
     results: list[Buffer | None] = field(default_factory=list)
-    window: tuple[Box, ...] | None = None
-    acc: tuple[Buffer, ...] = ()
+    window: list[Box | None] = field(default_factory=list)
+    """Per result, the box its accumulator holds (a multi-result op's results move on at
+    different steps: ``dA`` of a matmul with every ``m`` step, ``dB`` only with ``k``)."""
+    acc: list[Buffer | None] = field(default_factory=list)
 
 
 class TrainingEmitter(Statistics):
@@ -75,7 +77,8 @@ class TrainingEmitter(Statistics):
                 if not is_weight(value):
                     del self.copies.get(value, [])[mark:]
         for run in runs:
-            self._close(op, run)
+            for k in range(len(run.acc)):
+                self._close(op, run, k)
         self._finish(op, runs, home.port)
         return True
 
@@ -105,26 +108,30 @@ class TrainingEmitter(Statistics):
     def _run_of(self, op: Operation, tile: int, box: Box, part: Part, held: tuple[bool, ...],
                 port: int) -> _Run:
         steps = training_steps(op, box, self.ctx.training_budget, self.ctx.elem_bytes)
-        return _Run(tile, part, steps, held[:len(part.outs)], port, [None] * len(part.outs))
+        count = len(part.outs)
+        return _Run(tile, part, steps, held[:count], port, [None] * count, [None] * count,
+                    [None] * count)
 
     # ----- steps
     def _step(self, op: Operation, run: _Run, step: Part, ins: Sequence[Buffer | None]) -> None:
         """One step: a new window closes the last one; its first step computes into an
         accumulator (or straight into the result's window), the next ones add to it."""
-        if run.window != step.outs:
-            self._close(op, run)
-            run.window = step.outs
-            direct = self._direct(op, run, step)
-            if direct is not None:
-                self.chip.emit(run.tile, Compute(_name(op), (direct[0],), _present(ins),
-                                                 _attrs(op, step), direct[1]))
-                run.acc = ()
-                return
-            run.acc = self._compute(op, run.tile, step, ins)
+        fresh = [k for k, box in enumerate(step.outs) if run.window[k] != box]
+        for k in fresh:
+            self._close(op, run, k)
+            run.window[k] = step.outs[k]
+        direct = self._direct(op, run, step) if fresh else None
+        if direct is not None:
+            self.chip.emit(run.tile, Compute(_name(op), (direct[0],), _present(ins),
+                                             _attrs(op, step), direct[1]))
             return
         added = self._compute(op, run.tile, step, ins)
-        for total, more in zip(run.acc, added, strict=True):
-            self.chip.emit(run.tile, Compute("accumulate", (total,), (total, more)))
+        for k, more in enumerate(added):
+            total = run.acc[k]
+            if k in fresh or total is None:
+                run.acc[k] = more
+            else:
+                self.chip.emit(run.tile, Compute("accumulate", (total,), (total, more)))
 
     def _direct(self, op: Operation, run: _Run, step: Part) -> tuple[Buffer, tuple[tuple[int, ...], tuple[int, ...]]] | None:
         """(result buffer, window) when a single-result step with no reduction steps after
@@ -151,23 +158,23 @@ class TrainingEmitter(Statistics):
             run.results[k] = found
         return found
 
-    def _close(self, op: Operation, run: _Run) -> None:
-        """Put the accumulated window where it goes: the held result (adopted when it is
-        the whole part, else copied into its window) or DRAM."""
-        if run.window is None or not run.acc:
+    def _close(self, op: Operation, run: _Run, k: int) -> None:
+        """Put result ``k``'s accumulated window where it goes: the held result (adopted
+        when it is the whole part, else copied into its window) or DRAM."""
+        box, acc = run.window[k], run.acc[k]
+        run.acc[k] = None
+        if box is None or acc is None:
             return
-        for k, (box, acc) in enumerate(zip(run.window, run.acc, strict=True)):
-            if not run.held[k]:
-                self._flush(op.results[k], acc, box, run.part.partial[k], run.port)
-                continue
-            whole = run.part.outs[k]
-            if box == whole and run.results[k] is None:
-                run.results[k] = acc
-                continue
-            target = self._result(op, run, k)
-            offsets = tuple(a - c for (a, _), (c, _) in zip(box, whole, strict=True))
-            self.chip.emit(run.tile, Copy(target, acc, (0,) * len(box), offsets, extent(box)))
-        run.acc = ()
+        if not run.held[k]:
+            self._flush(op.results[k], acc, box, run.part.partial[k], run.port)
+            return
+        whole = run.part.outs[k]
+        if box == whole and run.results[k] is None:
+            run.results[k] = acc
+            return
+        target = self._result(op, run, k)
+        offsets = tuple(a - c for (a, _), (c, _) in zip(box, whole, strict=True))
+        self.chip.emit(run.tile, Copy(target, acc, (0,) * len(box), offsets, extent(box)))
 
     def _flush(self, value: Value, buffer: Buffer, box: Box, partial: bool, port: int) -> None:
         self.chip.store(value, buffer, box, port, accumulate=partial)

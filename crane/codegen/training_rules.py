@@ -648,7 +648,7 @@ def training_steps(op: Operation, box: Box, budget: int, elem_bytes: int) -> Div
         best: tuple[int, Division] | None = None
         for axis in space.splittable():
             size = box[axis][1] - box[axis][0]
-            if counts.get(axis, 1) >= size:
+            if counts.get(axis, 1) >= size or _second_reduction(op, space, counts, axis):
                 continue
             trial = divide(op, rule, box, {**counts, axis: min(size, counts.get(axis, 1) * 2)})
             worst = max(footprint(p, elem_bytes) for p in trial.parts)
@@ -659,6 +659,15 @@ def training_steps(op: Operation, box: Box, budget: int, elem_bytes: int) -> Div
         current = best[1]
         counts = _counts_of(current, box)
     return current
+
+
+def _second_reduction(op: Operation, space: Space, counts: Mapping[int, int], axis: int) -> bool:
+    """Whether cutting ``axis`` would split a second reduction axis of an op with several
+    results: its results sum over different axes (a matmul's ``dA`` over ``n``, ``dB`` over
+    ``m``), so with two of them cut some result's window would come back after closing."""
+    if len(op.results) < 2 or axis not in space.reductions:
+        return False
+    return any(a in space.reductions and a != axis and n > 1 for a, n in counts.items())
 
 
 def _counts_of(division: Division, box: Box) -> dict[int, int]:
