@@ -12,14 +12,12 @@ from crane.codegen.lower import lower_func, scheduled_funcs
 from crane.codegen.ownership import CodegenError
 from crane.codegen.program import TileModule
 from crane.codegen.to_ir import tile_ops
-from crane.dialects.graph_batch import graph_batch
 from crane.dialects.hw import machine_of
 from crane.dialects.tile import DramOp, ProgramOp
-from crane.ir.attributes import IntAttr
 from crane.ir.builder import Builder, InsertPoint
 from crane.ir.core import Operation
 from crane.ir.printer import print_op
-from crane.passes.codegen_budget import sram_problem
+from crane.passes.codegen_budget import schedule_problem
 from crane.passes.context import PassContext
 from crane.passes.pass_base import Pass
 
@@ -83,9 +81,7 @@ class Codegen(Pass):
             return
         func, schedule = found[0]
         assert schedule is not None and machine is not None and body is not None
-        batch = schedule.attributes.get("batch")
-        factor = max(1, batch.value // graph_batch(func)) if isinstance(batch, IntAttr) else 1
-        too_small = sram_problem(func, machine, factor)
+        too_small = schedule_problem(func, schedule, machine)
         if too_small is not None:
             ctx.emit_error(*too_small)
             return

@@ -20,8 +20,10 @@ import math
 
 from crane.cost.layer import STREAM_SHARE
 from crane.dialects.graph import FuncOp, LayerOp
+from crane.dialects.graph_batch import graph_batch
 from crane.dialects.graph_grad import GradOp
 from crane.hardware.machine import Machine
+from crane.ir.attributes import IntAttr
 from crane.ir.core import Operation
 from crane.ir.types import TensorType
 from crane.limits import show_quantity
@@ -30,6 +32,15 @@ MAX_STEPS = 500_000
 """The most steps (operand and result bytes over a step's share of SRAM) codegen takes on."""
 SHARE = f"1/{round(1 / STREAM_SHARE)}"
 WINDOWED = frozenset({"conv2d", "max_pool2d", "avg_pool2d"})
+
+
+def schedule_problem(func: FuncOp, schedule: Operation,
+                     machine: Machine) -> tuple[Operation, str] | None:
+    """:func:`sram_problem` of ``func`` at the batch ``schedule`` runs (what ``codegen`` and
+    ``segment``'s SRAM account check before lowering)."""
+    batch = schedule.attributes.get("batch")
+    factor = max(1, batch.value // graph_batch(func)) if isinstance(batch, IntAttr) else 1
+    return sram_problem(func, machine, factor)
 
 
 def sram_problem(func: FuncOp, machine: Machine, factor: int) -> tuple[Operation, str] | None:

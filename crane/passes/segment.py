@@ -19,12 +19,12 @@ from crane.dialects.graph_batch import graph_batch
 from crane.dialects.hw import machine_of, retarget
 from crane.dialects.segment import BlockOp, ScheduleOp
 from crane.hardware.machine import Machine
-from crane.ir.attributes import IntAttr, StringAttr
+from crane.ir.attributes import StringAttr
 from crane.ir.builder import Builder, InsertPoint
 from crane.ir.core import Operation
 from crane.limits import MAX_BATCH
 from crane.limits.ranges import Between, Checked
-from crane.passes.codegen_budget import sram_problem
+from crane.passes.codegen_budget import schedule_problem
 from crane.passes.context import PassContext
 from crane.passes.pass_base import Pass
 from crane.schedule.evaluate import BlockCost, Plan, tables_of
@@ -144,12 +144,6 @@ def combine(summaries: list[dict[str, float]]) -> dict[str, float]:
             total[key] = max(total[key], value) if key.startswith("peak_") else total[key] + value
     total["edp"] = total["latency_cycles"] * total["energy_pj"]
     return total
-
-
-def summary_batch(made: ScheduleOp) -> int:
-    """The batch a schedule runs (0 when it names none)."""
-    batch = made.attributes.get("batch")
-    return batch.value if isinstance(batch, IntAttr) else 0
 
 
 def report_overflow(func: FuncOp, account: SramAccount, machine: Machine,
@@ -321,8 +315,7 @@ class Segment(Pass):
         if "training_step" not in func.attributes and any(
                 block_phase(b) != "forward" for b in made.blocks):
             return summary  # a training step's plan before autodiff: no program to account yet
-        factor = max(1, int(summary_batch(made)) // graph_batch(func))
-        too_small = sram_problem(func, machine, factor)  # codegen's own guard, before lowering
+        too_small = schedule_problem(func, made, machine)  # codegen's own guard, first
         if too_small is not None:
             ctx.emit_error(*too_small)
             return None
