@@ -30,8 +30,12 @@ MAX_TENSOR_ELEMENTS = 2**40
 MAX_INTEGER = 2**63 - 1
 """Magnitude of the largest integer a `.crn` expression or an IR attribute may hold."""
 MAX_FILE_BYTES = 256 * 2**20
-"""The largest text file a tool or a `.crn` import reads (256 MiB): `.crn` files, IR (tile
-programs included) and sweep files above that size are refused rather than read into memory."""
+"""The largest hand-written text file a tool or a `.crn` import reads (256 MiB): `.crn`
+files and sweep files above that size are refused rather than read into memory."""
+MAX_IR_BYTES = 2 * 2**30
+"""The largest IR file a tool reads (2 GiB): the toolkit's own tile programs for a real
+training step run past :data:`MAX_FILE_BYTES` (about 300 MiB for a 24-layer transformer's
+step on `edge`), and a tool must read back what another one wrote."""
 MAX_MODEL_BYTES = 2 * 2**30
 """The largest ONNX model a tool reads (2 GiB, protobuf's own limit)."""
 

@@ -17,7 +17,7 @@ from crane.ir.context import Context
 from crane.ir.diagnostics import DiagnosticError
 from crane.ir.lexer import SourceText
 from crane.ir.parser import ParseError, parse_ops
-from crane.limits import MAX_MODEL_BYTES
+from crane.limits import MAX_IR_BYTES, MAX_MODEL_BYTES
 from crane.limits.files import read_bytes, read_text
 
 Translator = Callable[..., ModuleOp]
@@ -57,11 +57,14 @@ def parse_ir(text: str, filename: str, context: Context) -> ModuleOp:
 def read_source(path: str, fmt: str) -> str | bytes:
     """The contents of ``path`` (``-``: standard input) as the format ``fmt`` reads them.
 
-    Only a regular file (or standard input), at most :data:`crane.limits.MAX_FILE_BYTES`
-    of text or :data:`crane.limits.MAX_MODEL_BYTES` of a binary model (``crane.limits.files``).
+    Only a regular file (or standard input): at most :data:`crane.limits.MAX_IR_BYTES` of
+    IR, :data:`crane.limits.MAX_FILE_BYTES` of other text, or
+    :data:`crane.limits.MAX_MODEL_BYTES` of a binary model (``crane.limits.files``).
     Raises OSError or UnicodeDecodeError; the tools turn them into usage errors."""
     if fmt in BINARY_FORMATS:
         return read_bytes(path, MAX_MODEL_BYTES)
+    if fmt == "ir":
+        return read_text(path, MAX_IR_BYTES)
     return read_text(path)
 
 

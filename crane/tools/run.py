@@ -41,7 +41,7 @@ from crane.ir.diagnostics import Diagnostic, DiagnosticError, Severity, SourceMa
 from crane.ir.types import TensorType
 from crane.ir.verifier import verify
 from crane.limits import MAX_BATCH
-from crane.limits.files import STDIN, check_regular, describe, read_text
+from crane.limits.files import STDIN, check_regular, describe
 from crane.tools.exit_codes import UsageError
 from crane.tools.guard import MAX_SEED, check_finite, check_whole, guarded
 from crane.tools.inputs import input_format, parse_dims, read_source, translate
@@ -201,12 +201,15 @@ def _save(outputs: dict[str, np.ndarray], directory: str) -> None:
         raise UsageError(f"--save: cannot write to '{directory}': {problem}") from None
 
 
-def _read_input(path: str) -> tuple[str, str]:
-    """The input text and the name diagnostics give it."""
+def _read_input(path: str, fmt: str) -> tuple[str, str]:
+    """The text of ``path`` in the text format ``fmt``, and the name diagnostics give it."""
     try:
-        return read_text(path), "<stdin>" if path == STDIN else path
+        text = read_source(path, fmt)
     except (OSError, UnicodeDecodeError) as problem:
         raise UsageError(f"cannot read input file '{path}': {describe(problem)}") from None
+    if not isinstance(text, str):
+        raise UsageError(f"input file '{path}': expected a text format, not {fmt}")
+    return text, "<stdin>" if path == STDIN else path
 
 
 def run(args: argparse.Namespace, sources: SourceManager) -> int:
@@ -217,7 +220,7 @@ def run(args: argparse.Namespace, sources: SourceManager) -> int:
     if fmt == "onnx":
         module, model_weights = _onnx(args)
     else:
-        text, filename = _read_input(args.input)
+        text, filename = _read_input(args.input, fmt)
         sources.add(filename, text)
         module = translate(fmt, text, filename, default_context())
     _verify(module)

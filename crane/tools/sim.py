@@ -63,9 +63,10 @@ def run(args: argparse.Namespace, sources: SourceManager) -> int:
         raise UsageError(f"--rtol must be a non-negative number, got {args.rtol}")
     check_finite("--rtol", args.rtol, 0.0)
     check_flags(args)
-    text, filename = _read_input(args.input)
+    fmt = input_format("<stdin>" if args.input == "-" else args.input, None)
+    text, filename = _read_input(args.input, fmt)
     sources.add(filename, text)
-    module = translate(input_format(filename, None), text, filename, default_context())
+    module = translate(fmt, text, filename, default_context())
     problems = verify(module)
     if problems:
         raise DiagnosticError(*problems)

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from crane.limits import MAX_FILE_BYTES, MAX_IR_BYTES
 from crane.limits.files import TooLarge, read_bytes
-from crane.tools import opt, run, sim
+from crane.tools import inputs, opt, run, sim
 
 NET = "network n {{\n  {machine}input x: f32[{batch}, 3, 16, 16];\n  y = conv2d(x, out=4, kernel=3, padding=1);\n}}\n"
 
@@ -202,6 +203,22 @@ def test_reads_stop_at_the_size_cap(tmp_path: Path) -> None:
     assert read_bytes(path, limit=2000) == b"x" * 2000
     with pytest.raises(TooLarge, match="larger than 1000 bytes"):
         read_bytes(path, limit=1000)
+
+
+def test_ir_reads_to_its_own_cap_and_crn_to_the_text_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tool reads back the tile programs another wrote, past the hand-written text cap."""
+    limits: dict[str, int] = {}
+
+    def recording(path: str, limit: int = MAX_FILE_BYTES) -> str:
+        limits[Path(path).suffix] = limit
+        return ""
+
+    monkeypatch.setattr(inputs, "read_text", recording)
+    for suffix in (".mlir", ".crn"):
+        name = str(tmp_path / f"m{suffix}")
+        inputs.read_source(name, inputs.input_format(name, None))
+    assert limits == {".mlir": MAX_IR_BYTES, ".crn": MAX_FILE_BYTES}
+    assert MAX_IR_BYTES > MAX_FILE_BYTES
 
 
 @pytest.mark.parametrize(("module", "main", "tool"), [(run, run.main, "crane-run"), (sim, sim.main, "crane-sim")])
