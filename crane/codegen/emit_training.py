@@ -27,7 +27,12 @@ from crane.codegen.plan import Home
 from crane.codegen.program import Buffer, Compute, Copy
 from crane.codegen.rules import Part
 from crane.codegen.statistics import Statistics
-from crane.codegen.training_rules import Division, partial_bytes, training_divisions, training_steps
+from crane.codegen.training_division import (
+    Division,
+    partial_bytes,
+    training_divisions,
+    training_steps,
+)
 from crane.ir.attributes import Attribute
 from crane.ir.core import Operation, Value
 

@@ -10,7 +10,8 @@ import pytest
 
 from crane.autodiff import expand_training_step, resolve_training
 from crane.codegen.boxes import Box, extent, full
-from crane.codegen.training_rules import divide, rule_of, training_parts, training_steps
+from crane.codegen.training_division import divide, training_parts, training_steps
+from crane.codegen.training_rules import rule_of
 from crane.dialects import default_context
 from crane.dialects.graph import FuncOp, ReturnOp, from_attribute
 from crane.dialects.graph_grad import GradOp
