@@ -13,7 +13,7 @@ which knows where every box lives and shares a box several tiles read over the N
 
 A dense conv or linear part that would read and write more than half a tile's SRAM (at the
 machine's element width) runs in input-channel chunks whose partial sums the tile adds as
-it goes (``rules.reduction_chunks``). A result is stored to DRAM when it is a network
+it goes (``steps.reduction_chunks``). A result is stored to DRAM when it is a network
 output, feeds a training op of another phase (unless its block or its layer runs again
 before that op, see ``crane.codegen.plan``), or feeds a layer that cannot take it from
 SRAM (its producer is not fused, it is in another block that the schedule does not keep
@@ -42,13 +42,12 @@ from crane.codegen.rules import (
     Part,
     channel_unit,
     forward_op_parts,
-    reduction_chunks,
     running_statistics,
     shape_of,
     split_training,
-    temporal_chunks,
 )
 from crane.codegen.statistics import batch_statistics
+from crane.codegen.steps import reduction_chunks, temporal_chunks
 from crane.dialects.graph import LayerOp
 from crane.dialects.graph_grad import GradOp
 from crane.dialects.layers.definition import Lowering
@@ -104,7 +103,7 @@ class Emitter(TrainingEmitter):
     # ----- ops
     def run_op(self, op: Operation, parts: Sequence[tuple[int, Part]], port: int) -> None:
         """Emit every part of ``op`` (in steps over each tile's output when big, see
-        ``rules.temporal_chunks``), reduce partial sums, store what DRAM must hold.
+        ``steps.temporal_chunks``), reduce partial sums, store what DRAM must hold.
 
         A part whose output box exceeds ``Context.hold_budget`` is *streamed*: each step's
         output goes to DRAM as it is made and nothing of it stays on chip (its readers load

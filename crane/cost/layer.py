@@ -132,7 +132,7 @@ def layer_cost(layer: LayerWork, batch: int, region: TileRun, machine: Machine,
 
 def stream_steps(layer: LayerWork, batch: int, part: Partition, sram_bytes: int) -> int:
     """Steps a tile runs its part in: its input and output boxes in pieces of
-    ``STREAM_SHARE`` of SRAM (codegen's ``rules.temporal_chunks``)."""
+    ``STREAM_SHARE`` of SRAM (codegen's ``steps.temporal_chunks``)."""
     tiles = max(1, part.tiles)
     boxes = (layer.input_bytes * input_readers(layer, part) + layer.output_bytes) * batch / tiles
     return max(1, math.ceil(boxes / (STREAM_SHARE * sram_bytes)))

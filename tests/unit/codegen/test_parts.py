@@ -199,7 +199,8 @@ def test_parts_too_big_for_sram_run_in_steps() -> None:
 
 
 def test_kernels_too_big_for_their_sram_share_run_in_input_channel_chunks() -> None:
-    from crane.codegen.rules import Part, reduction_chunks
+    from crane.codegen.rules import Part
+    from crane.codegen.steps import reduction_chunks
 
     conv = next(o for o in _func("tiny_resnet").body.ops if isinstance(o, LayerOp)
                 and o.kind.name == "conv2d" and o.operands[1].type.shape == (32, 32, 3, 3))

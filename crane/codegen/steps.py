@@ -1,0 +1,153 @@
+"""One tile's part of a forward op, cut into steps that fit its SRAM budget.
+
+:func:`temporal_chunks` cuts a part whose activations exceed the budget along its output
+(weights that do not fit first, along the output channels); :func:`reduction_chunks` cuts
+a dense conv or linear part whose kernel slice does not fit along its input channels into
+partial sums, and an embedding's table along its rows. The tile runs the steps one after
+another; ``crane.codegen.emit`` emits them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from crane.codegen.boxes import extent, split_span, volume, with_axis
+from crane.codegen.rules import NEEDS, Part, aligned_spans, channel_unit, int_attr, split_axes
+from crane.dialects.graph import LayerOp
+from crane.dialects.layers.definition import Lowering
+from crane.ir.attributes import BoolAttr, IntAttr
+from crane.ir.core import Operation
+
+STREAM_AXES: Mapping[Lowering, tuple[int, ...]] = {
+    Lowering.CONV: (2, 0, 3), Lowering.POOL: (2, 0, 3), Lowering.GLOBAL_POOL: (1, 0),
+    Lowering.LINEAR: (-2, 0, -1), Lowering.BINARY: (-2, 0, -1), Lowering.UNARY: (1, 0, -1),
+    Lowering.CHANNEL_NORM: (1,), Lowering.MATMUL: (-2, 0, 1, -1), Lowering.AXIS_NORM: (-2, 0, 1),
+    Lowering.LAST_AXES_NORM: (-2, 0, 1), Lowering.PERMUTE: (0, 1, 2, -1),
+    Lowering.RESHAPE: (0, 1, 2), Lowering.GATHER: (-1, 0, 1), Lowering.ALONG_AXIS: (0, 1, 2, -1)}
+"""Lowering classes a tile may run in steps over its output, and the axes it cuts (best
+first, only those the op may be split along); the other classes run each part in one step."""
+WEIGHT_AXES: Mapping[Lowering, tuple[int, ...]] = {Lowering.CONV: (1,), Lowering.LINEAR: (-1,)}
+"""Output axes that cut a layer's weights: stepping along them when the weights are the
+bigger operand streams each weight slice once instead of once per step."""
+
+
+def _activation_bytes(op: Operation, part: Part, elem_bytes: int) -> int:
+    """Bytes of the part's output and its non-weight operands."""
+    weights = set(op.weights) if isinstance(op, LayerOp) else set()
+    boxes = [*part.outs, *(b for v, b in zip(op.operands, part.ins, strict=True)
+                           if b is not None and v not in weights)]
+    return elem_bytes * sum(volume(b) for b in boxes)
+
+
+def _weight_bound(op: Operation, part: Part, elem_bytes: int, weight_budget: int) -> bool:
+    """Whether the part's weights do not fit ``weight_budget`` bytes (so steps cut them)."""
+    if not isinstance(op, LayerOp) or len(part.ins) < 2 or not weight_budget:
+        return False
+    weights = set(op.weights)
+    return elem_bytes * sum(volume(b) for v, b in zip(op.operands, part.ins, strict=True)
+                            if b is not None and v in weights) > weight_budget
+
+
+def temporal_chunks(op: Operation, part: Part, budget: int, elem_bytes: int,
+                    weight_budget: int = 0) -> list[Part]:
+    """A part whose activations exceed ``budget`` bytes as steps over cuts of its output.
+
+    The tile runs the steps one after another, so the next step's operands arrive while it
+    computes the current one (DMA and NoC overlap compute, as the cost model assumes) and
+    only one step's operands need SRAM at a time; weights that fit ``weight_budget`` are
+    fetched once and shared. Weights that do not are cut first, along the output channels,
+    so each weight slice streams in once; each such step is then cut along rows if its
+    activations are still too big (the input is read again for every weight slice: the
+    loop over weights is outside).
+    """
+    lowering = op.kind.lowering if isinstance(op, LayerOp) else None
+    axes = STREAM_AXES.get(lowering) if lowering is not None else None
+    if not budget or lowering is None or axes is None or len(part.outs) != 1:
+        return [part]
+    steps = [part]
+    if _weight_bound(op, part, elem_bytes, weight_budget):
+        weights = elem_bytes * sum(volume(b) for v, b in zip(op.operands, part.ins, strict=True)
+                                   if b is not None and isinstance(op, LayerOp) and v in op.weights)
+        steps = _cut(op, part, WEIGHT_AXES.get(lowering, ()), -(-weights // max(1, weight_budget)))
+    return [piece for step in steps for piece in _cut(
+        op, step, axes, -(-_activation_bytes(op, step, elem_bytes) // budget))]
+
+
+def _cut(op: Operation, part: Part, axes: Sequence[int], count: int) -> list[Part]:
+    """``part`` cut into about ``count`` steps along ``axes`` in order: as many pieces as
+    the first axis with room allows, then the next one for the rest (only axes the op may
+    be split along; channels in whole groups of a grouped convolution)."""
+    out = part.outs[0]
+    sizes = extent(out)
+    allowed = {a for split in split_axes(op, True) for a in split}
+    counts: dict[int, int] = {}
+    wanted = count
+    for axis in dict.fromkeys(a % len(out) for a in axes):
+        unit = channel_unit(op) if axis == 1 else 1
+        room = sizes[axis] // unit
+        if wanted <= 1 or axis not in allowed or room < 2:
+            continue
+        counts[axis] = min(wanted, room)
+        wanted = -(-wanted // counts[axis])
+    if not counts:
+        return [part]
+    assert isinstance(op, LayerOp)
+    need = NEEDS[op.kind.lowering]
+    boxes = [out]
+    for axis, pieces in counts.items():
+        unit = channel_unit(op) if axis == 1 else 1
+        boxes = [with_axis(b, axis, span) for b in boxes for span in aligned_spans(*b[axis], pieces, unit)]
+    steps = []
+    for box in boxes:
+        ins, attrs = need(op, box)
+        steps.append(Part((box,), ins, attrs, part.partial))
+    return steps
+
+
+def reduction_chunks(op: Operation, part: Part, budget: int, elem_bytes: int) -> list[Part]:
+    """A dense conv or linear part whose kernel slice exceeds ``budget`` bytes (it does not
+    fit the weights' share of SRAM) as chunks of its input channels.
+
+    Each chunk reads a slice of the input channels and the matching kernel slice and
+    yields a partial sum of the part's output (the bias only in the first chunk); the
+    tile adds them up one after another, so it holds one kernel chunk at a time. Such
+    weights stream through (the cost model re-reads weights that do not fit for every
+    sub-batch); weights that fit are fetched once and kept.
+    """
+    lowering = op.kind.lowering if isinstance(op, LayerOp) else None
+    if lowering is Lowering.GATHER:
+        return _table_chunks(part, budget, elem_bytes)
+    if not budget or lowering not in (Lowering.CONV, Lowering.LINEAR) or len(part.ins) < 2:
+        return [part]
+    dense = lowering is Lowering.LINEAR or (int_attr(op, "groups", 1) == 1
+                                 and not getattr(op.attributes.get("depthwise"), "value", False))
+    x_box, w_box = part.ins[0], part.ins[1]
+    if not dense or x_box is None or w_box is None or elem_bytes * volume(w_box) <= budget:
+        return [part]
+    x_axis, w_axis = (1, 1) if lowering is Lowering.CONV else (len(x_box) - 1, 0)
+    low, high = x_box[x_axis]
+    count = min(high - low, -(-elem_bytes * volume(w_box) // budget))
+    if count <= 1:
+        return [part]
+    chunks = []
+    for k, span in enumerate(split_span(low, high, count)):
+        rest = part.ins[2:] if k == 0 else (None,) * len(part.ins[2:])
+        ins = (with_axis(x_box, x_axis, span), with_axis(w_box, w_axis, span), *rest)
+        attrs = dict(part.attrs) if k == 0 or not rest else {**part.attrs, "bias": BoolAttr(False)}
+        chunks.append(Part(part.outs, ins, attrs, part.partial))
+    return chunks
+
+
+def _table_chunks(part: Part, budget: int, elem_bytes: int) -> list[Part]:
+    """An embedding part whose table columns exceed ``budget`` bytes as chunks of the
+    table's rows: each looks up the ids in its rows (``row_offset``), zero for the others,
+    and the chunks add up to the lookup."""
+    ids, table = part.ins[0], part.ins[1]
+    if not budget or table is None or elem_bytes * volume(table) <= budget:
+        return [part]
+    rows = table[0]
+    count = min(rows[1] - rows[0], -(-elem_bytes * volume(table) // budget))
+    return [Part(part.outs, (ids, with_axis(table, 0, span)),
+                 {**part.attrs, "row_offset": IntAttr(span[0]), "vocab": IntAttr(span[1] - span[0])},
+                 part.partial)
+            for span in split_span(*rows, count)]
