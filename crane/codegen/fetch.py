@@ -139,8 +139,9 @@ class Fetcher:
         known.append(piece)
         if not self.ctx.copy_budget:
             return
+        alive: dict[Value, set[int]] = {}  # ids of each value's copies not yet forgotten
         queue = [(v, p) for v, p in self.remembered.get(buffer.tile, ())
-                 if any(q is p for q in self.copies.get(v, ()))]
+                 if id(p) in (alive.get(v) or alive.setdefault(v, {id(q) for q in self.copies.get(v, ())}))]
         queue.append((value, piece))
         self.remembered[buffer.tile] = queue
         total = sum(self.ctx.elem_bytes * volume(p.box) for _, p in queue)
