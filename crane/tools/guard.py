@@ -17,6 +17,7 @@ must be a whole number from 0 to 4294967295, got -1``); :func:`check_whole` and
 
 from __future__ import annotations
 
+import gc
 import math
 import sys
 from collections.abc import Callable
@@ -25,6 +26,12 @@ from crane.tools.exit_codes import EXIT_DIAGNOSTICS, EXIT_INTERNAL, EXIT_USAGE, 
 
 MAX_SEED = 2**32 - 1
 """``--seed``: numpy's generators take any non-negative integer; 32 bits are plenty."""
+GC_THRESHOLDS = (100_000, 50, 100)
+"""Python's cyclic collector while a tool runs. The tools build millions of small,
+long-lived objects (IR ops, boxes of tiles' pieces); the default first threshold (700)
+scans them so often that it took about a fifth of ``lower-to-tile``'s CPU on a 144-tile
+mesh (tiny_resnet on ``cloud``: 31 s of CPU, 25.6 s with these), for about 20% more peak
+memory."""
 
 
 def guarded(tool: str, body: Callable[[], int], debug: bool,
@@ -34,6 +41,8 @@ def guarded(tool: str, body: Callable[[], int], debug: bool,
     ``UsageError`` exits 2; ``MemoryError`` is the host running out of memory for a legal but large input (exit
     1, said so); Ctrl-C exits ``interrupted``; anything else is a bug (exit 3), shown with
     its traceback when ``debug``; ``on_crash`` runs first (``crane-opt``'s reproducer)."""
+    thresholds = gc.get_threshold()
+    gc.set_threshold(*GC_THRESHOLDS)
     try:
         return body()
     except UsageError as problem:
@@ -58,6 +67,8 @@ def guarded(tool: str, body: Callable[[], int], debug: bool,
         print(f"{tool}: internal error: {type(exc).__name__}: {exc} (this is a bug in Crane; "
               "rerun with --debug for a traceback)", file=sys.stderr)
         return EXIT_INTERNAL
+    finally:
+        gc.set_threshold(*thresholds)
 
 
 def check_whole(flag: str, value: int | None, low: int, high: int) -> None:

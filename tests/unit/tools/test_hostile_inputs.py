@@ -285,3 +285,21 @@ def test_training_attributes_out_of_range_are_located_at_the_function(
     for main, extra in ((opt.main, ("-p", "autodiff")), (run.main, ("--train",))):
         status, err, _ = _call(main, capsys, path, *extra)
         assert status == 1 and err.startswith(f"{path}:2:3: error: {message}"), err
+
+
+def test_tools_collect_garbage_rarely_while_they_run_and_restore_it() -> None:
+    """The guard raises the collector's thresholds for the tool's run (codegen on a large
+    mesh spent a fifth of its CPU in the collector), and puts them back, even on a crash."""
+    import gc
+
+    from crane.tools.guard import GC_THRESHOLDS, guarded
+
+    before = gc.get_threshold()
+    seen: list[tuple[int, int, int]] = []
+
+    def body() -> int:
+        seen.append(gc.get_threshold())
+        raise RuntimeError("a bug")
+
+    assert guarded("crane-opt", body, debug=False) == 3
+    assert seen == [GC_THRESHOLDS] and gc.get_threshold() == before
