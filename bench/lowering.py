@@ -150,6 +150,17 @@ def module_figures(path: Path) -> tuple[float, float]:
             float(allocated.group(1)) if allocated else 0.0)
 
 
+SEGMENT_REFUSALS = ("error: cannot schedule:", "error: the schedule does not fit",
+                    "error: training step does not fit in DRAM", "is too small to lower this network")
+"""How ``segment`` names the constraint of a plan it refuses (with ``sram-account`` it runs
+codegen's step guard and SRAM account before any later pass, so these come from it)."""
+
+
+def segment_refused(stderr: str) -> bool:
+    """Whether the lowering stopped at ``segment``'s refusal of a plan, with its reason."""
+    return any(reason in stderr for reason in SEGMENT_REFUSALS)
+
+
 def run_cell(cell: Cell, timeout: float, check: bool, scratch: Path) -> Cell:
     out = scratch / f"{cell.network}.{cell.machine}.{cell.mode}.tile.mlir"
     command = [sys.executable, "-m", "crane.opt", str(source(cell.network)),
@@ -160,8 +171,7 @@ def run_cell(cell: Cell, timeout: float, check: bool, scratch: Path) -> Cell:
         cell.outcome, cell.message = "TIMEOUT", f"lowering over {timeout:.0f} s"
         return cell
     if status != 0:
-        refused = "cannot schedule" in stderr or "does not fit" in stderr
-        cell.outcome = "refused" if refused and "segment" in stderr else "FAIL"
+        cell.outcome = "refused" if segment_refused(stderr) else "FAIL"
         cell.message = first_error(stderr)
         return cell
     cell.planned_sram, cell.allocated_sram = module_figures(out)
