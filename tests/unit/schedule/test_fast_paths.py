@@ -1,7 +1,8 @@
 """The scheduler's fast paths equal the paths they replaced (``reference_paths.py``) bit for
 bit, on random blocks, states, machines and plans: the state options shared between blocks
 through their views, state traffic summed in place, MILP constraints given to HiGHS in one
-call, and mean hops between regions from their rows and columns."""
+call, mean hops between regions from their rows and columns, layer costs shared between
+regions of one size, and the search's DP that builds only the chosen schedule's cost."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import highspy
 import pytest
 import reference_paths as ref
 
+from crane.cost.layer import layer_cost
 from crane.cost.placement import Mesh, TileRun, mean_hops
 from crane.cost.workload import Workload
 from crane.dialects.segment_tables import num_states
@@ -21,7 +23,10 @@ from crane.schedule.builders import chain, diamond, residual_block, transformer_
 from crane.schedule.canonical import vertices
 from crane.schedule.evaluate import Plan
 from crane.schedule.formulate import formulate
+from crane.schedule.objective import Objective
 from crane.schedule.options import state_options
+from crane.schedule.policies import block_solver, crane_solver
+from crane.schedule.search import BlockCache, search
 
 NETS = (chain(4), diamond(), residual_block(), transformer_block())
 MACHINES = (Machine.edge(), Machine.cloud(),
@@ -108,3 +113,35 @@ def test_mean_hops_equal_the_pairwise_mean(seed: int) -> None:
         count = rng.randint(1, min(rows * cols, 600))
         runs.append(TileRun(rng.randint(0, rows * cols - count), count))
     assert mean_hops(mesh, *runs) == ref.mean_hops_pairwise(mesh, *runs)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_layer_cost_equals_the_reference(seed: int) -> None:
+    rng = random.Random(seed)
+    net = rng.choice(NETS)
+    machine = rng.choice(MACHINES)
+    layer = rng.choice(net.layers)
+    batch, backward = rng.choice((1, 2, 8)), rng.random() < 0.3
+    count = rng.randint(1, machine.tiles)
+    for start in sorted({0, rng.randint(0, machine.tiles - count), machine.tiles - count}):
+        region = TileRun(start, count)
+        assert layer_cost(layer, batch, region, machine, backward) == \
+            ref.layer_cost(layer, batch, region, machine, backward)
+
+
+SEARCH_CASES = [(net, machine, batch) for net in (chain(5), diamond(), residual_block())
+                for machine in MACHINES[::2] for batch in (1, 4, 8)]
+
+
+@pytest.mark.parametrize(("net", "machine", "batch"), SEARCH_CASES)
+def test_search_equals_the_eager_search(net: Workload, machine: Machine, batch: int) -> None:
+    """Same blocks, plans and cost, with the patterns of ``set`` and with Crane's MILP
+    (proven optima, so both runs see the same candidates; one cache serves both)."""
+    objective = Objective()
+    for solver, grouped in ((block_solver("set"), True),
+                            (BlockCache(crane_solver(None)), batch in (4, 8))):
+        found = search(net, batch, machine, solver, objective, "p", 4, grouped=grouped)
+        expected = ref.search_eager(net, batch, machine, solver, objective, "p", 4,
+                                    grouped=grouped)
+        assert found.blocks == expected.blocks
+        assert found.cost == expected.cost
