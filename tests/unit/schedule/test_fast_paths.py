@@ -81,6 +81,8 @@ def test_state_options_and_traffic_equal_the_reference(seed: int) -> None:
             assert fast._state_traffic(plan, state, option, machine) == \
                 ref._state_traffic(plan, state, option, machine)
         assert fast.state_cost(plan, state, machine) == ref.state_cost(plan, state, machine)
+        assert fast.state_cost(plan, state, machine, True) == \
+            ref.state_cost(plan, state, machine, True)
 
 
 def _lp(h: highspy.Highs) -> tuple[list[float], ...]:
