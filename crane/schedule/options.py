@@ -111,13 +111,33 @@ def _balanced(layers: tuple[LayerWork, ...], batch: int, tiles: int, machine: Ma
         return None
     # Only the column that got the tile changes its time: a heap of (-time, column) picks
     # the slowest column (the first one on ties) without recomputing the others.
-    heap = [(-_cycles(layer, batch, counts[k], machine, backward), k) for k, layer in enumerate(layers)]
+    tables = [_cycle_table(layer, batch, machine, backward) for layer in layers]
+    heap = [(-_cycles_on(tables[k], layer, batch, counts[k], machine, backward), k)
+            for k, layer in enumerate(layers)]
     heapq.heapify(heap)
     for _ in range(tiles - sum(counts)):
         _, k = heapq.heappop(heap)
         counts[k] += 1
-        heapq.heappush(heap, (-_cycles(layers[k], batch, counts[k], machine, backward), k))
+        heapq.heappush(heap, (-_cycles_on(tables[k], layers[k], batch, counts[k], machine,
+                                          backward), k))
     return tuple(counts)
+
+
+@lru_cache(maxsize=100_000)
+def _cycle_table(layer: LayerWork, batch: int, machine: Machine,
+                 backward: bool) -> tuple[float, ...]:
+    """``_cycles`` of the layer on 0 .. ``machine.tiles`` tiles (0: unused). A layer sits
+    in many windows of layers, each balanced tile by tile: one table serves them all."""
+    return (0.0, *(_cycles(layer, batch, t, machine, backward)
+                   for t in range(1, machine.tiles + 1)))
+
+
+def _cycles_on(table: tuple[float, ...], layer: LayerWork, batch: int, tiles: int,
+               machine: Machine, backward: bool) -> float:
+    """``_cycles`` from the layer's table (computed when ``tiles`` lies beyond it)."""
+    if 0 < tiles < len(table):
+        return table[tiles]
+    return _cycles(layer, batch, tiles, machine, backward)
 
 
 def flops_split(layers: tuple[LayerWork, ...], tiles: int, backward: bool = False,

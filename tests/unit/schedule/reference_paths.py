@@ -47,7 +47,7 @@ from crane.schedule.objective import Objective
 from crane.schedule.options import (
     SPLITS,
     StateOption,
-    _balanced,
+    _cycles,
     _transfer_cycles,
     edge_hops,
     edge_share,
@@ -102,10 +102,19 @@ def balanced_split(block: Block, columns: tuple[int, ...], batch: int, tiles: in
                    machine: Machine, backward: bool = False) -> tuple[int, ...] | None:
     """Greedy min-max tile counts: each column starts with the fewest tiles its working
     set fits (``crane.cost.layer.min_tiles``), each spare tile goes to the currently
-    slowest column. None when the columns' minimums exceed ``tiles``."""
+    slowest column (the first one on ties), every column's time computed afresh for every
+    tile. None when the columns' minimums exceed ``tiles``."""
     if len(columns) == 1:
         return (tiles,)
-    return _balanced(tuple(block.layers[c] for c in columns), batch, tiles, machine, backward)
+    layers = tuple(block.layers[c] for c in columns)
+    counts = [min_tiles(layer, batch, machine, backward) for layer in layers]
+    if sum(counts) > tiles:
+        return None
+    for _ in range(tiles - sum(counts)):
+        times = [_cycles(layer, batch, counts[k], machine, backward)
+                 for k, layer in enumerate(layers)]
+        counts[times.index(max(times))] += 1
+    return tuple(counts)
 
 
 def flops_split(block: Block, columns: tuple[int, ...], tiles: int, backward: bool = False,
