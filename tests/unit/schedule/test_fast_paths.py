@@ -147,3 +147,23 @@ def test_search_equals_the_eager_search(net: Workload, machine: Machine, batch: 
                                     grouped=grouped)
         assert found.blocks == expected.blocks
         assert found.cost == expected.cost
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_milp_rows_packed_once_follow_every_edit(seed: int) -> None:
+    """Rows packed for one solve are reused by the next only while unchanged: after a
+    solve, a new row, new bounds and a removed last row each reach HiGHS."""
+    rng = random.Random(seed)
+    block = Block.of(rng.choice(NETS), 0, rng.randint(1, 3))
+    form = formulate(block, 1, rng.randint(block.n, block.n + 3), rng.choice(MACHINES))
+    assert form is not None
+    model = form.model
+    model.minimize(form.latency)
+    edits = [lambda: model.constrain(form.energy, ub=1e30),
+             lambda: model.set_bounds(rng.randrange(len(model.rows)), lb=-1.0, ub=1e29),
+             lambda: model.rows.pop()]
+    for edit in [None, *rng.sample(edits, 3), None]:
+        if edit is not None:
+            edit()
+        assert _lp(model._highs(0.5)) == _lp(ref.highs_row_by_row(model, 0.5))
+        model.solve(0.5)
