@@ -107,9 +107,15 @@ class _Entry:
 
 
 def _anonymous(block: Block) -> Block:
-    """The block with names erased, so equal shapes hit the same cache entry."""
-    layers = tuple(replace(layer, name=f"#{i}", inputs=tuple(("", b) for _, b in layer.inputs))
-                   for i, layer in enumerate(block.layers))
+    """The block with names erased, so equal shapes hit the same cache entry.
+
+    Every layer loses its name (the block's edges already say who feeds whom, and no cost
+    reads a name): a layer then keys the per-layer cost caches (splits, layer costs, cycle
+    tables) alike at whatever position of whatever block it sits. Two blocks are equal
+    after this exactly when they were with positional names, so the memo is the same.
+    """
+    layers = tuple(replace(layer, name="", inputs=tuple(("", b) for _, b in layer.inputs))
+                   for layer in block.layers)
     return replace(block, name="", layers=layers)
 
 

@@ -10,7 +10,7 @@ shared between regions of one size), and the search's DP built every prefix's fu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import highspy
@@ -374,3 +374,10 @@ def search_eager(workload: Workload, batch: int, machine: Machine, solver: Block
         entry = entry.prev
     return Schedule(workload.name, batch, policy, tuple(reversed(chosen)), best.cost,
                     lower_bounds(workload, batch, machine), 0.0)
+
+
+def anonymous_positional(block: Block) -> Block:
+    """``crane.schedule.search._anonymous`` as it was: layers named by position."""
+    layers = tuple(replace(layer, name=f"#{i}", inputs=tuple(("", b) for _, b in layer.inputs))
+                   for i, layer in enumerate(block.layers))
+    return replace(block, name="", layers=layers)

@@ -26,7 +26,7 @@ from crane.schedule.formulate import formulate
 from crane.schedule.objective import Objective
 from crane.schedule.options import state_options
 from crane.schedule.policies import block_solver, crane_solver
-from crane.schedule.search import BlockCache, search
+from crane.schedule.search import BlockCache, _anonymous, search
 
 NETS = (chain(4), diamond(), residual_block(), transformer_block())
 MACHINES = (Machine.edge(), Machine.cloud(),
@@ -167,3 +167,24 @@ def test_milp_rows_packed_once_follow_every_edit(seed: int) -> None:
             edit()
         assert _lp(model._highs(0.5)) == _lp(ref.highs_row_by_row(model, 0.5))
         model.solve(0.5)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_nameless_blocks_solve_like_positionally_named_ones(seed: int) -> None:
+    """Blocks keyed without layer names get the plans and costs they got with positional
+    names (same solver, proven MILP optima), and the memo pairs the same blocks."""
+    rng = random.Random(seed)
+    net, machine = rng.choice(NETS), rng.choice(MACHINES)
+    blocks = [_block(rng, net) for _ in range(2)]
+    batch = rng.choice((2, 4, 8))
+    solver = crane_solver(None)
+
+    def solved(block: Block) -> list[tuple[int, int, tuple[tuple[int, ...], ...],
+                                          tuple[bool, ...], fast.BlockCost]]:
+        return [(p.subbatch, p.q, p.mix, p.fused, c)
+                for p, c in solver(block, batch, machine, Objective(), 0.0)]
+
+    for block in blocks:
+        assert solved(_anonymous(block)) == solved(ref.anonymous_positional(block))
+    assert (_anonymous(blocks[0]) == _anonymous(blocks[1])) == \
+        (ref.anonymous_positional(blocks[0]) == ref.anonymous_positional(blocks[1]))
