@@ -179,16 +179,12 @@ def _state_traffic(plan: Plan, state: int, opt: StateOption, machine: Machine) -
 
 @dataclass(frozen=True, slots=True)
 class _StateLayout:
-    """What a state's traffic reads from its block and its first split, looked up once per
-    (block, sub-batch size, state) instead of once per plan: every plan of a block prices
-    its states on the first split's geometry (module docstring).
-
-    ``edges``: the block's edges into active consumers, in block order, as (src, dst,
-    bytes per sample, both ends active, direct hops, direct share, held hops, held share,
-    consumer's port hops). ``columns``: the active columns in order, as (column, outside
-    input bytes, outside output bytes, SRAM hops, SRAM share, port hops, output bytes,
-    consumers as (dst, dst active)).
-    """
+    """What a state's traffic reads from its block and first split, looked up once per
+    (block, sub-batch size, state), not once per plan (all plans use the first split's
+    geometry). ``edges``: edges into active consumers, in block order, as (src, dst, bytes
+    per sample, both ends active, direct hops and share, held hops and share, consumer's
+    port hops). ``columns``: active columns in order, as (column, outside input and output
+    bytes, SRAM hops, SRAM share, port hops, output bytes, consumers as (dst, active))."""
 
     edges: tuple[tuple[int, int, int, bool, float, float, float, float, float], ...]
     columns: tuple[tuple[int, int, int, float, float, float, int,
@@ -381,28 +377,39 @@ def held_path(block: Block, subbatch: int, machine: Machine, state: int, column:
 def held_per_tile(plan: Plan, state: int, machine: Machine, backward: bool = False) -> float:
     """The largest per-tile share of outputs kept on chip after ``state``, over columns
     (each column's kept outputs stay on the tiles that made them)."""
-    block, b = plan.block, plan.subbatch
+    block, b, v = plan.block, plan.subbatch, plan.sct.values[state]
     worst = 0.0
-    for m, layer in enumerate(block.layers):
-        kept = held(plan, state, m) * layer.output_bytes * b if plan.fused[m] else 0.0
+    for m, (out_bytes, ext_out, dsts) in enumerate(_storage_terms(block)):
+        kept = (max(v[m] - v[d] for d in dsts) if dsts else 0) * out_bytes * b \
+            if plan.fused[m] else 0.0
         if block.out_to_sram:
-            kept += plan.sct.values[state][m] * block.external_out[m] * b
+            kept += v[m] * ext_out * b
         if kept:
             worst = max(worst, kept / holding_tiles(block, b, machine, state, m, backward))
     return worst
 
 
+@lru_cache(maxsize=100_000)
+def _storage_terms(block: Block) -> tuple[tuple[int, int, tuple[int, ...]], ...]:
+    """Per column: output bytes, outside output bytes and its consumers' columns: what
+    ``storage`` and ``held_per_tile`` read for every state of every plan (``held`` inline)."""
+    return tuple((layer.output_bytes, block.external_out[m],
+                  tuple(e.dst for e in block.consumers(m)))
+                 for m, layer in enumerate(block.layers))
+
+
 def storage(plan: Plan, state: int) -> tuple[float, float]:
     """(SRAM, DRAM) activation bytes held at the end of ``state``."""
-    block, b = plan.block, plan.subbatch
+    b, v, fused, out_sram = plan.subbatch, plan.sct.values[state], plan.fused, \
+        plan.block.out_to_sram
     sram = dram = 0.0
-    for m, layer in enumerate(block.layers):
-        inner = held(plan, state, m) * layer.output_bytes * b
-        outer = plan.sct.values[state][m] * block.external_out[m] * b
-        sram += inner if plan.fused[m] else 0.0
-        dram += 0.0 if plan.fused[m] else inner
-        sram += outer if block.out_to_sram else 0.0
-        dram += 0.0 if block.out_to_sram else outer
+    for m, (out_bytes, ext_out, dsts) in enumerate(_storage_terms(plan.block)):
+        inner = (max(v[m] - v[d] for d in dsts) if dsts else 0) * out_bytes * b
+        outer = v[m] * ext_out * b
+        sram += inner if fused[m] else 0.0
+        dram += 0.0 if fused[m] else inner
+        sram += outer if out_sram else 0.0
+        dram += 0.0 if out_sram else outer
     return sram, dram
 
 

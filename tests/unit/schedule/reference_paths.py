@@ -42,7 +42,15 @@ from crane.cost.workload import LayerWork, Workload
 from crane.dialects.segment_tables import active_columns, is_active
 from crane.hardware.machine import Machine
 from crane.schedule.block import Block
-from crane.schedule.evaluate import BlockCost, Plan, StateCost, direct_take, held_path
+from crane.schedule.evaluate import (
+    BlockCost,
+    Plan,
+    StateCost,
+    direct_take,
+    held,
+    held_path,
+    holding_tiles,
+)
 from crane.schedule.objective import Objective
 from crane.schedule.options import (
     SPLITS,
@@ -381,3 +389,30 @@ def anonymous_positional(block: Block) -> Block:
     layers = tuple(replace(layer, name=f"#{i}", inputs=tuple(("", b) for _, b in layer.inputs))
                    for i, layer in enumerate(block.layers))
     return replace(block, name="", layers=layers)
+
+
+def storage(plan: Plan, state: int) -> tuple[float, float]:
+    """``crane.schedule.evaluate.storage`` as it was: ``held`` per column."""
+    block, b = plan.block, plan.subbatch
+    sram = dram = 0.0
+    for m, layer in enumerate(block.layers):
+        inner = held(plan, state, m) * layer.output_bytes * b
+        outer = plan.sct.values[state][m] * block.external_out[m] * b
+        sram += inner if plan.fused[m] else 0.0
+        dram += 0.0 if plan.fused[m] else inner
+        sram += outer if block.out_to_sram else 0.0
+        dram += 0.0 if block.out_to_sram else outer
+    return sram, dram
+
+
+def held_per_tile(plan: Plan, state: int, machine: Machine, backward: bool = False) -> float:
+    """``crane.schedule.evaluate.held_per_tile`` as it was: ``held`` per column."""
+    block, b = plan.block, plan.subbatch
+    worst = 0.0
+    for m, layer in enumerate(block.layers):
+        kept = held(plan, state, m) * layer.output_bytes * b if plan.fused[m] else 0.0
+        if block.out_to_sram:
+            kept += plan.sct.values[state][m] * block.external_out[m] * b
+        if kept:
+            worst = max(worst, kept / holding_tiles(block, b, machine, state, m, backward))
+    return worst

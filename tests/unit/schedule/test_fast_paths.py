@@ -83,6 +83,10 @@ def test_state_options_and_traffic_equal_the_reference(seed: int) -> None:
         assert fast.state_cost(plan, state, machine) == ref.state_cost(plan, state, machine)
         assert fast.state_cost(plan, state, machine, True) == \
             ref.state_cost(plan, state, machine, True)
+        assert fast.storage(plan, state) == ref.storage(plan, state)
+        for backward in (False, True):
+            assert fast.held_per_tile(plan, state, machine, backward) == \
+                ref.held_per_tile(plan, state, machine, backward)
 
 
 def _lp(h: highspy.Highs) -> tuple[list[float], ...]:
