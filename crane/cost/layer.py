@@ -94,9 +94,36 @@ def weights_fit(weight_bytes: int, part: Partition, machine: Machine) -> bool:
 def layer_cost(layer: LayerWork, batch: int, region: TileRun, machine: Machine,
                backward: bool = False) -> WorkCost:
     """Cost of ``batch`` samples of ``layer`` (forward, or dX+dW when ``backward``)."""
+    core = _region_free_cost(layer, batch, region.count, machine, backward)
+    hops = dram_hops(Mesh.of(machine), region)
+    # Each distinct weight slice comes from DRAM once and is forwarded to the other tiles
+    # reading it, along a tree of neighbouring tiles.
+    weight_load = Traffic.dram_read(layer.weight_bytes, hops) + core.forwarded_weights
+    return WorkCost(core.cycles, core.energy_pj, core.operand_traffic, core.partition,
+                    core.weights_resident, weight_load)
+
+
+@dataclass(frozen=True, slots=True)
+class _RegionFreeCost:
+    """What ``layer_cost`` computes from the region's size alone: everything but the
+    DRAM read of the weights, whose hops depend on where the region sits."""
+
+    cycles: float
+    energy_pj: float
+    operand_traffic: Traffic
+    partition: Partition
+    weights_resident: bool
+    forwarded_weights: Traffic
+
+
+@lru_cache(maxsize=200_000)
+def _region_free_cost(layer: LayerWork, batch: int, tiles: int, machine: Machine,
+                      backward: bool) -> _RegionFreeCost:
+    """The part of :func:`layer_cost` shared by every region of ``tiles`` tiles: the
+    scheduler prices the same layer on many regions of one size (each split of each
+    state places it elsewhere), and this part is most of the work."""
     dims = layer.dims
-    part = preferred_partition((batch, dims.k, dims.h, dims.w), region.count,
-                               (dims.c, dims.r, dims.s))
+    part = preferred_partition((batch, dims.k, dims.h, dims.w), tiles, (dims.c, dims.r, dims.s))
     macs = (layer.backward_macs if backward else layer.macs) * batch
     vec = (layer.backward_vector_ops if backward else layer.vector_ops) * batch
     cycles = _compute_cycles(macs, vec, part, machine)
@@ -108,7 +135,7 @@ def layer_cost(layer: LayerWork, batch: int, region: TileRun, machine: Machine,
     # Channel-wise layers (pools, elementwise ops, depthwise convolutions) read only theirs.
     readers = input_readers(layer, part)
     copies = layer.input_bytes * batch * max(0, readers - 1)
-    spread = 1.0 / max(1, region.count)  # copies cross the region's own links
+    spread = 1.0 / max(1, tiles)  # copies cross the region's own links
     # A tile streams a big part in steps (STREAM_SHARE of SRAM each) and reads its weight
     # slice again for every step.
     steps = stream_steps(layer, batch, part, machine.sram_bytes)
@@ -119,15 +146,12 @@ def layer_cost(layer: LayerWork, batch: int, region: TileRun, machine: Machine,
                                   + layer.weight_bytes * part.weight_copies * steps),
         sram_write_bytes=volume * (layer.output_bytes * batch + copies),
     )
-    hops = dram_hops(Mesh.of(machine), region)
-    # Each distinct weight slice comes from DRAM once and is forwarded to the other tiles
-    # reading it, along a tree of neighbouring tiles.
-    weight_load = Traffic.dram_read(layer.weight_bytes, hops) + Traffic.on_chip(
-        layer.weight_bytes * max(0, part.weight_copies - 1), REPLICA_HOPS, REPLICA_HOPS * spread)
+    forwarded = Traffic.on_chip(layer.weight_bytes * max(0, part.weight_copies - 1),
+                                REPLICA_HOPS, REPLICA_HOPS * spread)
     energy = (macs * machine.mac_pj / part.utilisation + vec * machine.vector_op_pj
               + traffic_energy(operands, machine))
-    return WorkCost(cycles, energy, operands, part,
-                    weights_fit(layer.weight_bytes, part, machine), weight_load)
+    return _RegionFreeCost(cycles, energy, operands, part,
+                           weights_fit(layer.weight_bytes, part, machine), forwarded)
 
 
 def stream_steps(layer: LayerWork, batch: int, part: Partition, sram_bytes: int) -> int:

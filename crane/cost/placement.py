@@ -10,7 +10,7 @@ through the DRAM port nearest to it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -37,6 +37,15 @@ class Mesh:
     rows: int
     cols: int
     ports: tuple[tuple[int, int], ...]
+    _hash: int = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # Meshes key the hop and link caches, looked up for every split of every state:
+        # hash the ports (one per edge tile on big meshes) once, not on every look-up.
+        object.__setattr__(self, "_hash", hash((self.rows, self.cols, self.ports)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @classmethod
     def of(cls, machine: Machine) -> Mesh:

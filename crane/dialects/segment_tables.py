@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 Grid = tuple[tuple[int, ...], ...]
 
@@ -27,7 +28,10 @@ def is_active(n: int, state: int, column: int) -> bool:
     return column <= state <= column + n - 1
 
 
+@lru_cache(maxsize=4096)
 def active_columns(n: int, state: int) -> tuple[int, ...]:
+    """Columns active in ``state`` (cached: the scheduler asks for every state of every
+    block it prices)."""
     return tuple(j for j in range(n) if is_active(n, state, j))
 
 

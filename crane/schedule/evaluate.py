@@ -177,6 +177,113 @@ def _state_traffic(plan: Plan, state: int, opt: StateOption, machine: Machine) -
     return _state_tally(plan, state, opt, machine).traffic()
 
 
+@dataclass(frozen=True, slots=True)
+class _StateLayout:
+    """What a state's traffic reads from its block and first split, looked up once per
+    (block, sub-batch size, state), not once per plan (all plans use the first split's
+    geometry). ``edges``: edges into active consumers, in block order, as (src, dst, bytes
+    per sample, both ends active, direct hops and share, held hops and share, consumer's
+    port hops). ``columns``: active columns in order, as (column, outside input and output
+    bytes, SRAM hops, SRAM share, port hops, output bytes, consumers as (dst, active))."""
+
+    edges: tuple[tuple[int, int, int, bool, float, float, float, float, float], ...]
+    columns: tuple[tuple[int, int, int, float, float, float, int,
+                         tuple[tuple[int, bool], ...]], ...]
+
+
+@lru_cache(maxsize=200_000)
+def _state_layout(block: Block, subbatch: int, machine: Machine, state: int,
+                  backward: bool) -> _StateLayout:
+    opt = state_options(block, state, subbatch, machine, backward)[0]
+    n = block.n
+    edges = []
+    for e in block.edges:
+        if not is_active(n, state, e.dst):
+            continue
+        both = is_active(n, state, e.src)
+        direct = edge_path(machine, opt, e.src, e.dst) if both else (0.0, 0.0)
+        held_at = held_path(block, subbatch, machine, state, e.src, opt.region(e.dst))
+        edges.append((e.src, e.dst, e.bytes, both, *direct, *held_at,
+                      port_hops(machine, opt, e.dst)))
+    columns = []
+    for m in opt.columns:
+        inside = (sram_hops(machine, opt, m), sram_share(machine, opt, m)) \
+            if block.in_from_sram else (0.0, 0.0)
+        columns.append((m, block.external_in[m], block.external_out[m], *inside,
+                        port_hops(machine, opt, m), block.layers[m].output_bytes,
+                        tuple((e.dst, is_active(n, state, e.dst)) for e in block.consumers(m))))
+    return _StateLayout(tuple(edges), tuple(columns))
+
+
+def _first_split_tally(plan: Plan, state: int, machine: Machine, backward: bool) -> _Tally:
+    """:func:`_state_tally` on the state's first split, from its ``_StateLayout``: the same
+    terms added to the same fields in the same order (a producer's terms summed on their
+    own first, as ``_producer_traffic`` does), so the same floats."""
+    block, b, fused = plan.block, plan.subbatch, plan.fused
+    layout = _state_layout(block, b, machine, state, backward)
+    s = plan.workloads[state]
+    cur = plan.sct.values[state]
+    prev = plan.sct.values[state - 1] if state else None
+    total = _Tally()
+    dram = hops = read = write = link = 0.0
+    for src, dst, ebytes, both, dh, ds, hh, hs, port in layout.edges:
+        d = max(0, cur[dst] - (prev[src] if prev is not None else 0)) if both else 0
+        if d:
+            nbytes = ebytes * b * d
+            hops += nbytes * dh
+            read += nbytes
+            write += nbytes
+            link += nbytes * ds
+        stored = ebytes * b * (s - d)
+        if fused[src]:
+            hops += stored * hh
+            read += stored
+            write += stored
+            link += stored * hs
+        else:
+            dram += stored
+            hops += stored * port
+            write += stored
+    in_sram, out_sram = block.in_from_sram, block.out_to_sram
+    for m, ext_in_bytes, ext_out_bytes, sh, ss, port, out_bytes, consumers in layout.columns:
+        p_dram = p_hops = p_read = p_write = p_link = 0.0
+        ext_in = ext_in_bytes * b * s
+        if in_sram:
+            p_hops += ext_in * sh
+            p_read += ext_in
+            p_write += ext_in
+            p_link += ext_in * ss
+        else:
+            p_dram += ext_in
+            p_hops += ext_in * port
+            p_write += ext_in
+        ext_out = ext_out_bytes * b * s
+        if out_sram:
+            p_write += ext_out
+        else:
+            p_dram += ext_out
+            p_hops += ext_out * port
+            p_read += ext_out
+        if consumers:
+            done = prev[m] if prev is not None else 0
+            kept = max(s - (max(0, cur[dst] - done) if active else 0)
+                       for dst, active in consumers)
+            nbytes = out_bytes * b * kept
+            if fused[m]:
+                p_write += nbytes
+            else:
+                p_dram += nbytes
+                p_hops += nbytes * port
+                p_read += nbytes
+        dram += p_dram
+        hops += p_hops
+        read += p_read
+        write += p_write
+        link += p_link
+    total.dram, total.hops, total.read, total.write, total.link = dram, hops, read, write, link
+    return total
+
+
 def _state_tally(plan: Plan, state: int, opt: StateOption, machine: Machine) -> _Tally:
     """:func:`_state_traffic`, still open for more terms."""
     block, b, sct = plan.block, plan.subbatch, plan.sct
@@ -270,28 +377,39 @@ def held_path(block: Block, subbatch: int, machine: Machine, state: int, column:
 def held_per_tile(plan: Plan, state: int, machine: Machine, backward: bool = False) -> float:
     """The largest per-tile share of outputs kept on chip after ``state``, over columns
     (each column's kept outputs stay on the tiles that made them)."""
-    block, b = plan.block, plan.subbatch
+    block, b, v = plan.block, plan.subbatch, plan.sct.values[state]
     worst = 0.0
-    for m, layer in enumerate(block.layers):
-        kept = held(plan, state, m) * layer.output_bytes * b if plan.fused[m] else 0.0
+    for m, (out_bytes, ext_out, dsts) in enumerate(_storage_terms(block)):
+        kept = (max(v[m] - v[d] for d in dsts) if dsts else 0) * out_bytes * b \
+            if plan.fused[m] else 0.0
         if block.out_to_sram:
-            kept += plan.sct.values[state][m] * block.external_out[m] * b
+            kept += v[m] * ext_out * b
         if kept:
             worst = max(worst, kept / holding_tiles(block, b, machine, state, m, backward))
     return worst
 
 
+@lru_cache(maxsize=100_000)
+def _storage_terms(block: Block) -> tuple[tuple[int, int, tuple[int, ...]], ...]:
+    """Per column: output bytes, outside output bytes and its consumers' columns: what
+    ``storage`` and ``held_per_tile`` read for every state of every plan (``held`` inline)."""
+    return tuple((layer.output_bytes, block.external_out[m],
+                  tuple(e.dst for e in block.consumers(m)))
+                 for m, layer in enumerate(block.layers))
+
+
 def storage(plan: Plan, state: int) -> tuple[float, float]:
     """(SRAM, DRAM) activation bytes held at the end of ``state``."""
-    block, b = plan.block, plan.subbatch
+    b, v, fused, out_sram = plan.subbatch, plan.sct.values[state], plan.fused, \
+        plan.block.out_to_sram
     sram = dram = 0.0
-    for m, layer in enumerate(block.layers):
-        inner = held(plan, state, m) * layer.output_bytes * b
-        outer = plan.sct.values[state][m] * block.external_out[m] * b
-        sram += inner if plan.fused[m] else 0.0
-        dram += 0.0 if plan.fused[m] else inner
-        sram += outer if block.out_to_sram else 0.0
-        dram += 0.0 if block.out_to_sram else outer
+    for m, (out_bytes, ext_out, dsts) in enumerate(_storage_terms(plan.block)):
+        inner = (max(v[m] - v[d] for d in dsts) if dsts else 0) * out_bytes * b
+        outer = v[m] * ext_out * b
+        sram += inner if fused[m] else 0.0
+        dram += 0.0 if fused[m] else inner
+        sram += outer if out_sram else 0.0
+        dram += 0.0 if out_sram else outer
     return sram, dram
 
 
@@ -313,7 +431,7 @@ def state_cost(plan: Plan, state: int, machine: Machine, backward: bool = False)
     if plan.workloads[state] == 0:
         return StateCost(0.0, 0.0, Traffic(), 0.0)
     opts = state_options(plan.block, state, plan.subbatch, machine, backward)
-    tally, comp = _state_tally(plan, state, opts[0], machine), 0.0
+    tally, comp = _first_split_tally(plan, state, machine, backward), 0.0
     energy = traffic_energy(tally.traffic(), machine)
     for opt, count in zip(opts, plan.mix[state], strict=True):
         comp += count * opt.cycles

@@ -111,13 +111,33 @@ def _balanced(layers: tuple[LayerWork, ...], batch: int, tiles: int, machine: Ma
         return None
     # Only the column that got the tile changes its time: a heap of (-time, column) picks
     # the slowest column (the first one on ties) without recomputing the others.
-    heap = [(-_cycles(layer, batch, counts[k], machine, backward), k) for k, layer in enumerate(layers)]
+    tables = [_cycle_table(layer, batch, machine, backward) for layer in layers]
+    heap = [(-_cycles_on(tables[k], layer, batch, counts[k], machine, backward), k)
+            for k, layer in enumerate(layers)]
     heapq.heapify(heap)
     for _ in range(tiles - sum(counts)):
         _, k = heapq.heappop(heap)
         counts[k] += 1
-        heapq.heappush(heap, (-_cycles(layers[k], batch, counts[k], machine, backward), k))
+        heapq.heappush(heap, (-_cycles_on(tables[k], layers[k], batch, counts[k], machine,
+                                          backward), k))
     return tuple(counts)
+
+
+@lru_cache(maxsize=100_000)
+def _cycle_table(layer: LayerWork, batch: int, machine: Machine,
+                 backward: bool) -> tuple[float, ...]:
+    """``_cycles`` of the layer on 0 .. ``machine.tiles`` tiles (0: unused). A layer sits
+    in many windows of layers, each balanced tile by tile: one table serves them all."""
+    return (0.0, *(_cycles(layer, batch, t, machine, backward)
+                   for t in range(1, machine.tiles + 1)))
+
+
+def _cycles_on(table: tuple[float, ...], layer: LayerWork, batch: int, tiles: int,
+               machine: Machine, backward: bool) -> float:
+    """``_cycles`` from the layer's table (computed when ``tiles`` lies beyond it)."""
+    if 0 < tiles < len(table):
+        return table[tiles]
+    return _cycles(layer, batch, tiles, machine, backward)
 
 
 def flops_split(layers: tuple[LayerWork, ...], tiles: int, backward: bool = False,
@@ -146,14 +166,32 @@ def _work(layer: LayerWork, backward: bool) -> float:
     return float(macs) or vec / 64.0
 
 
-def _option(view: StateView, split: str, counts: tuple[int, ...], batch: int,
-            machine: Machine, backward: bool) -> StateOption:
-    columns = view.columns
+@dataclass(frozen=True, slots=True)
+class _SplitCost:
+    """What a split costs from its layers and tile counts alone (not from the edges and
+    outside inputs of the view holding them): many views share their layers (the same
+    window of layers seen from blocks with other starts, or with inputs in SRAM)."""
+
+    regions: tuple[TileRun, ...]
+    cycles: float
+    energy_pj: float
+    traffic: Traffic
+    weight_load: Traffic
+    weights: float
+    """Cycles to bring the resident weights in (the weights' part of ``lead``)."""
+    sram: tuple[float, ...]
+    port: tuple[float, ...]
+    sram_share: tuple[float, ...]
+
+
+@lru_cache(maxsize=400_000)
+def _split_cost(layers: tuple[LayerWork, ...], counts: tuple[int, ...], batch: int,
+                machine: Machine, backward: bool) -> _SplitCost:
     regions = split_regions(0, counts)
     cycles, energy = 0.0, 0.0
     step, load = Traffic(), Traffic()
     spread = 0.0
-    for layer, region in zip(view.layers, regions, strict=True):
+    for layer, region in zip(layers, regions, strict=True):
         cost = layer_cost(layer, batch, region, machine, backward)
         cycles = max(cycles, cost.cycles)
         energy += cost.energy_pj
@@ -169,17 +207,27 @@ def _option(view: StateView, split: str, counts: tuple[int, ...], batch: int,
         energy += traffic_energy(cost.weight_load, machine)
     mesh = Mesh.of(machine)
     chip = TileRun(0, mesh.tiles)
+    weights = max(_transfer_cycles(load, machine), spread if load.dram_bytes else 0.0)
+    return _SplitCost(regions, cycles, energy, step, load, weights,
+                      tuple(mean_hops(mesh, chip, r) for r in regions),
+                      tuple(dram_hops(mesh, r) for r in regions),
+                      tuple(link_share(mesh, chip, r) for r in regions))
+
+
+def _option(view: StateView, split: str, counts: tuple[int, ...], batch: int,
+            machine: Machine, backward: bool) -> StateOption:
+    core = _split_cost(view.layers, counts, batch, machine, backward)
+    columns, regions = view.columns, core.regions
+    mesh = Mesh.of(machine)
     at = {c: r for c, r in zip(columns, regions, strict=True)}
     edges = tuple((e.src, e.dst, mean_hops(mesh, at[e.src], at[e.dst]),
                    link_share(mesh, at[e.src], at[e.dst])) for e in view.edges)
-    weights = max(_transfer_cycles(load, machine), spread if load.dram_bytes else 0.0)
-    lead = weights + max(
+    lead = core.weights + max(
         (_input_cycles(view, k, batch, r, machine) for k, r in enumerate(regions)),
         default=0.0)
-    return StateOption(split, columns, regions, cycles, energy, step, load,
-                       tuple(mean_hops(mesh, chip, r) for r in regions),
-                       tuple(dram_hops(mesh, r) for r in regions), edges, lead, cycles,
-                       tuple(link_share(mesh, chip, r) for r in regions))
+    return StateOption(split, columns, regions, core.cycles, core.energy_pj, core.traffic,
+                       core.weight_load, core.sram, core.port, edges, lead, core.cycles,
+                       core.sram_share)
 
 
 def _transfer_cycles(traffic: Traffic, machine: Machine) -> float:

@@ -80,17 +80,42 @@ class Schedule:
 
 @dataclass(frozen=True, slots=True)
 class _Entry:
+    """A prefix schedule: its latency and energy sums, and how it was reached.
+
+    The full ``BlockCost`` of a prefix is not kept: the DP compares latency and energy
+    only, and building a ``BlockCost`` (traffic sums, peaks) for every entry cost more than
+    the rest of the DP. ``cost`` rebuilds it for the chosen schedule alone, adding the
+    blocks in the same order, so it is the same float sum.
+    """
+
     latency: float
     energy: float
-    cost: BlockCost
     prev: _Entry | None
     choice: BlockChoice | None
 
+    def cost(self) -> BlockCost:
+        """``BlockCost.zero()`` followed by every block of the prefix, first to last."""
+        chain: list[BlockChoice] = []
+        entry: _Entry | None = self
+        while entry is not None and entry.choice is not None:
+            chain.append(entry.choice)
+            entry = entry.prev
+        total = BlockCost.zero()
+        for choice in reversed(chain):
+            total = total.then(choice.cost)
+        return total
+
 
 def _anonymous(block: Block) -> Block:
-    """The block with names erased, so equal shapes hit the same cache entry."""
-    layers = tuple(replace(layer, name=f"#{i}", inputs=tuple(("", b) for _, b in layer.inputs))
-                   for i, layer in enumerate(block.layers))
+    """The block with names erased, so equal shapes hit the same cache entry.
+
+    Every layer loses its name (the block's edges already say who feeds whom, and no cost
+    reads a name): a layer then keys the per-layer cost caches (splits, layer costs, cycle
+    tables) alike at whatever position of whatever block it sits. Two blocks are equal
+    after this exactly when they were with positional names, so the memo is the same.
+    """
+    layers = tuple(replace(layer, name="", inputs=tuple(("", b) for _, b in layer.inputs))
+                   for layer in block.layers)
     return replace(block, name="", layers=layers)
 
 
@@ -164,7 +189,7 @@ def _extend(entry: _Entry, choice: BlockChoice) -> _Entry:
     """A prefix schedule followed by one more block."""
     cost = choice.cost
     return _Entry(entry.latency + cost.latency_cycles, entry.energy + cost.energy_pj,
-                  entry.cost.then(cost), entry, choice)
+                  entry, choice)
 
 
 def fused_cut(workload: Workload, cut: int, batch: int, machine: Machine) -> bool:
@@ -267,7 +292,7 @@ def search(workload: Workload, batch: int, machine: Machine, solver: BlockSolver
                 solve.prefetch([b for b in every if (b[1] == batch) == whole], machine,
                                objective, workers)
     fronts: list[dict[int, list[_Entry]]] = [{} for _ in range(n + 1)]
-    fronts[0] = {WHOLE: [_Entry(0.0, 0.0, BlockCost.zero(), None, None)]}
+    fronts[0] = {WHOLE: [_Entry(0.0, 0.0, None, None)]}
     for stop in range(1, n + 1):
         candidates: dict[int, list[_Entry]] = {}
         for start in range(max(0, stop - max_block), stop):
@@ -279,10 +304,11 @@ def search(workload: Workload, batch: int, machine: Machine, solver: BlockSolver
                 repeat = batch // move.samples
                 solve = solver if move.samples == batch else in_group
                 found = solve(block, move.samples, machine, objective, reserved)
+                # One choice per plan, shared by every prefix it extends.
+                choices = [BlockChoice(start, stop, plan, cost.repeated(repeat), repeat,
+                                       move.opens) for plan, cost in found]
                 candidates.setdefault(move.target, []).extend(
-                    _extend(e, BlockChoice(start, stop, plan, cost.repeated(repeat), repeat,
-                                           move.opens))
-                    for plan, cost in found for e in entries)
+                    _extend(e, choice) for choice in choices for e in entries)
         fronts[stop] = {mode: _thin(found, front_size) for mode, found in candidates.items()}
         if progress:
             size = sum(len(f) for f in fronts[stop].values())
@@ -296,7 +322,7 @@ def search(workload: Workload, batch: int, machine: Machine, solver: BlockSolver
     while entry is not None and entry.choice is not None:
         chosen.append(entry.choice)
         entry = entry.prev
-    return Schedule(workload.name, batch, policy, tuple(reversed(chosen)), best.cost,
+    return Schedule(workload.name, batch, policy, tuple(reversed(chosen)), best.cost(),
                     lower_bounds(workload, batch, machine), time.perf_counter() - began)
 
 

@@ -116,6 +116,10 @@ class Model:
         self.names: list[str] = []
         self.rows: list[tuple[Expr, float, float, str]] = []
         self.objective = Expr()
+        self._edits = 0
+        """Bumped by ``constrain`` and ``set_bounds``: with ``len(rows)`` it tells whether
+        the packed rows of the last solve still hold (``_packed_rows``)."""
+        self._packed: tuple[tuple[int, int], tuple[np.ndarray, ...]] | None = None
 
     @property
     def num_vars(self) -> int:
@@ -135,12 +139,14 @@ class Model:
     def constrain(self, expr: Expr, lb: float = -INF, ub: float = INF, name: str = "") -> int:
         """Add ``lb <= expr <= ub`` (the expression's constant moves to the bounds)."""
         self.rows.append((expr, lb - expr.constant, ub - expr.constant, name))
+        self._edits += 1
         return len(self.rows) - 1
 
     def set_bounds(self, row: int, lb: float = -INF, ub: float = INF) -> None:
         """Change the bounds of an existing constraint (its expression is kept)."""
         expr, _, _, name = self.rows[row]
         self.rows[row] = (expr, lb - expr.constant, ub - expr.constant, name)
+        self._edits += 1
 
     def minimize(self, expr: Expr) -> None:
         self.objective = expr
@@ -168,6 +174,17 @@ class Model:
     def _add_rows(self, h: highspy.Highs) -> None:
         """Every constraint in one call (compressed rows, in order): the model HiGHS gets is
         the one row-by-row ``addRow`` calls would build."""
+        lower, upper, starts, index, value = self._packed_rows()
+        h.addRows(len(self.rows), lower, upper, len(index), starts, index, value)
+
+    def _packed_rows(self) -> tuple[np.ndarray, ...]:
+        """The rows as HiGHS arrays, packed again only when a row was added, re-bounded or
+        removed since the last solve: a sweep solves one model many times with other
+        objectives. Rows change through ``constrain`` and ``set_bounds``, or by removing
+        the last one (``rows.pop()``), which changes their number."""
+        key = (self._edits, len(self.rows))
+        if self._packed is not None and self._packed[0] == key:
+            return self._packed[1]
         lower = np.array([lb for _, lb, _, _ in self.rows], dtype=np.float64)
         upper = np.array([ub for _, _, ub, _ in self.rows], dtype=np.float64)
         lengths = [len(expr.terms) for expr, _, _, _ in self.rows]
@@ -177,7 +194,9 @@ class Model:
                             dtype=np.int32, count=sum(lengths))
         value = np.fromiter((coef for expr, _, _, _ in self.rows for coef in expr.terms.values()),
                             dtype=np.float64, count=sum(lengths))
-        h.addRows(len(self.rows), lower, upper, len(index), starts, index, value)
+        packed = (lower, upper, starts, index, value)
+        self._packed = (key, packed)
+        return packed
 
     def polish(self, values: np.ndarray, time_limit: float | None = None) -> Solution:
         """Re-solve with every integer variable fixed at its value in ``values`` (an LP).

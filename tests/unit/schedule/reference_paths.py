@@ -3,17 +3,30 @@ the reference the fast paths must equal bit for bit (``test_fast_paths.py``).
 
 ``state_options`` built every split from the block itself (no view shared between blocks),
 a state's traffic was summed as one ``Traffic`` object per term, and a MILP's constraints
-were given to HiGHS one call each.
+were given to HiGHS one call each. ``layer_cost`` priced each region from scratch (no part
+shared between regions of one size), and the search's DP built every prefix's full
+``BlockCost`` as it went (``search_eager``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import highspy
 import numpy as np
 
-from crane.cost.layer import layer_cost, min_tiles, weight_spread_cycles
+from crane.cost.bounds import lower_bounds
+from crane.cost.layer import (
+    REPLICA_HOPS,
+    WorkCost,
+    _compute_cycles,
+    input_readers,
+    min_tiles,
+    stream_steps,
+    weight_spread_cycles,
+    weights_fit,
+)
 from crane.cost.placement import (
     Mesh,
     TileRun,
@@ -24,14 +37,25 @@ from crane.cost.placement import (
     split_regions,
 )
 from crane.cost.traffic import Traffic, dram_cycles, link_cycles, noc_time, traffic_energy
+from crane.cost.utilisation import preferred_partition
+from crane.cost.workload import LayerWork, Workload
 from crane.dialects.segment_tables import active_columns, is_active
 from crane.hardware.machine import Machine
 from crane.schedule.block import Block
-from crane.schedule.evaluate import Plan, StateCost, direct_take, held_path
+from crane.schedule.evaluate import (
+    BlockCost,
+    Plan,
+    StateCost,
+    direct_take,
+    held,
+    held_path,
+    holding_tiles,
+)
+from crane.schedule.objective import Objective
 from crane.schedule.options import (
     SPLITS,
     StateOption,
-    _balanced,
+    _cycles,
     _transfer_cycles,
     edge_hops,
     edge_share,
@@ -39,17 +63,66 @@ from crane.schedule.options import (
     sram_hops,
     sram_share,
 )
+from crane.schedule.search import (
+    WHOLE,
+    BlockChoice,
+    BlockSolver,
+    Schedule,
+    _block,
+    _cross,
+    _moves,
+    group_sizes,
+)
 from crane.solve.milp import Model, new_highs
+
+
+def layer_cost(layer: LayerWork, batch: int, region: TileRun, machine: Machine,
+               backward: bool = False) -> WorkCost:
+    """``crane.cost.layer.layer_cost`` as it was: every region priced from scratch."""
+    dims = layer.dims
+    part = preferred_partition((batch, dims.k, dims.h, dims.w), region.count,
+                               (dims.c, dims.r, dims.s))
+    macs = (layer.backward_macs if backward else layer.macs) * batch
+    vec = (layer.backward_vector_ops if backward else layer.vector_ops) * batch
+    cycles = _compute_cycles(macs, vec, part, machine)
+    volume = 2 if backward else 1
+    readers = input_readers(layer, part)
+    copies = layer.input_bytes * batch * max(0, readers - 1)
+    spread = 1.0 / max(1, region.count)
+    steps = stream_steps(layer, batch, part, machine.sram_bytes)
+    operands = Traffic(
+        noc_byte_hops=volume * copies * REPLICA_HOPS,
+        noc_link_bytes=volume * copies * REPLICA_HOPS * spread,
+        sram_read_bytes=volume * (layer.input_bytes * batch * readers
+                                  + layer.weight_bytes * part.weight_copies * steps),
+        sram_write_bytes=volume * (layer.output_bytes * batch + copies),
+    )
+    hops = dram_hops(Mesh.of(machine), region)
+    weight_load = Traffic.dram_read(layer.weight_bytes, hops) + Traffic.on_chip(
+        layer.weight_bytes * max(0, part.weight_copies - 1), REPLICA_HOPS, REPLICA_HOPS * spread)
+    energy = (macs * machine.mac_pj / part.utilisation + vec * machine.vector_op_pj
+              + traffic_energy(operands, machine))
+    return WorkCost(cycles, energy, operands, part,
+                    weights_fit(layer.weight_bytes, part, machine), weight_load)
 
 
 def balanced_split(block: Block, columns: tuple[int, ...], batch: int, tiles: int,
                    machine: Machine, backward: bool = False) -> tuple[int, ...] | None:
     """Greedy min-max tile counts: each column starts with the fewest tiles its working
     set fits (``crane.cost.layer.min_tiles``), each spare tile goes to the currently
-    slowest column. None when the columns' minimums exceed ``tiles``."""
+    slowest column (the first one on ties), every column's time computed afresh for every
+    tile. None when the columns' minimums exceed ``tiles``."""
     if len(columns) == 1:
         return (tiles,)
-    return _balanced(tuple(block.layers[c] for c in columns), batch, tiles, machine, backward)
+    layers = tuple(block.layers[c] for c in columns)
+    counts = [min_tiles(layer, batch, machine, backward) for layer in layers]
+    if sum(counts) > tiles:
+        return None
+    for _ in range(tiles - sum(counts)):
+        times = [_cycles(layer, batch, counts[k], machine, backward)
+                 for k, layer in enumerate(layers)]
+        counts[times.index(max(times))] += 1
+    return tuple(counts)
 
 
 def flops_split(block: Block, columns: tuple[int, ...], tiles: int, backward: bool = False,
@@ -243,3 +316,103 @@ def state_cost(plan: Plan, state: int, machine: Machine, backward: bool = False)
     latency = max(comp + lead, noc_time(step, machine.tiles, machine) + tail,
                   dram_cycles(step.dram_bytes, machine) + tail)
     return StateCost(latency, energy, step, comp)
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    latency: float
+    energy: float
+    cost: BlockCost
+    prev: _Entry | None
+    choice: BlockChoice | None
+
+
+def _thin(entries: list[_Entry], size: int) -> list[_Entry]:
+    entries.sort(key=lambda e: (e.latency, e.energy))
+    front: list[_Entry] = []
+    for e in entries:
+        if front and e.energy >= front[-1].energy:
+            continue
+        while len(front) >= 2 and _cross(front[-2], front[-1], e) <= 0:  # type: ignore[arg-type]
+            front.pop()
+        front.append(e)
+    if len(front) <= size:
+        return front
+    step = (len(front) - 1) / (size - 1)
+    return [front[round(k * step)] for k in range(size)]
+
+
+def search_eager(workload: Workload, batch: int, machine: Machine, solver: BlockSolver,
+                 objective: Objective, policy: str, max_block: int = 4,
+                 front_size: int = 256, grouped: bool = False,
+                 group_solver: BlockSolver | None = None) -> Schedule:
+    """``crane.schedule.search.search`` as it was (one worker): every prefix entry carried
+    its full ``BlockCost``, and every (plan, prefix) pair built its own ``BlockChoice``."""
+    n = len(workload)
+    groups = group_sizes(batch) if grouped else ()
+    in_group = group_solver or solver
+    fronts: list[dict[int, list[_Entry]]] = [{} for _ in range(n + 1)]
+    fronts[0] = {WHOLE: [_Entry(0.0, 0.0, BlockCost.zero(), None, None)]}
+    for stop in range(1, n + 1):
+        candidates: dict[int, list[_Entry]] = {}
+        for start in range(max(0, stop - max_block), stop):
+            for move in _moves(workload, start, stop, batch, machine, groups):
+                entries = fronts[start].get(move.source, [])
+                if not entries:
+                    continue
+                block, reserved = _block(workload, start, stop, move)
+                repeat = batch // move.samples
+                solve = solver if move.samples == batch else in_group
+                found = solve(block, move.samples, machine, objective, reserved)
+                for plan, cost in found:
+                    for e in entries:
+                        choice = BlockChoice(start, stop, plan, cost.repeated(repeat), repeat,
+                                             move.opens)
+                        c = choice.cost
+                        candidates.setdefault(move.target, []).append(_Entry(
+                            e.latency + c.latency_cycles, e.energy + c.energy_pj,
+                            e.cost.then(c), e, choice))
+        fronts[stop] = {mode: _thin(found, front_size) for mode, found in candidates.items()}
+    final = [e for entries in fronts[n].values() for e in entries]
+    best = min(final, key=lambda e: objective(e.latency, e.energy))
+    chosen: list[BlockChoice] = []
+    entry: _Entry | None = best
+    while entry is not None and entry.choice is not None:
+        chosen.append(entry.choice)
+        entry = entry.prev
+    return Schedule(workload.name, batch, policy, tuple(reversed(chosen)), best.cost,
+                    lower_bounds(workload, batch, machine), 0.0)
+
+
+def anonymous_positional(block: Block) -> Block:
+    """``crane.schedule.search._anonymous`` as it was: layers named by position."""
+    layers = tuple(replace(layer, name=f"#{i}", inputs=tuple(("", b) for _, b in layer.inputs))
+                   for i, layer in enumerate(block.layers))
+    return replace(block, name="", layers=layers)
+
+
+def storage(plan: Plan, state: int) -> tuple[float, float]:
+    """``crane.schedule.evaluate.storage`` as it was: ``held`` per column."""
+    block, b = plan.block, plan.subbatch
+    sram = dram = 0.0
+    for m, layer in enumerate(block.layers):
+        inner = held(plan, state, m) * layer.output_bytes * b
+        outer = plan.sct.values[state][m] * block.external_out[m] * b
+        sram += inner if plan.fused[m] else 0.0
+        dram += 0.0 if plan.fused[m] else inner
+        sram += outer if block.out_to_sram else 0.0
+        dram += 0.0 if block.out_to_sram else outer
+    return sram, dram
+
+
+def held_per_tile(plan: Plan, state: int, machine: Machine, backward: bool = False) -> float:
+    """``crane.schedule.evaluate.held_per_tile`` as it was: ``held`` per column."""
+    block, b = plan.block, plan.subbatch
+    worst = 0.0
+    for m, layer in enumerate(block.layers):
+        kept = held(plan, state, m) * layer.output_bytes * b if plan.fused[m] else 0.0
+        if block.out_to_sram:
+            kept += plan.sct.values[state][m] * block.external_out[m] * b
+        if kept:
+            worst = max(worst, kept / holding_tiles(block, b, machine, state, m, backward))
+    return worst
