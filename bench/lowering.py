@@ -192,8 +192,16 @@ def run_cell(cell: Cell, timeout: float, check: bool, scratch: Path) -> Cell:
     elif status == 3:
         cell.outcome, cell.message = "MISMATCH", first_error(text) or _fails(text)
     else:
-        cell.outcome, cell.message = "FAIL", "check: " + first_error(text)
+        cell.outcome, cell.message = "FAIL", "check: " + (first_error(text) or _ended(status))
     return cell
+
+
+def _ended(status: int) -> str:
+    """How a process ended without an error line: a signal (the kernel's out-of-memory
+    killer sends 9) or a bare exit status."""
+    if status < 0:
+        return f"killed by signal {-status}" + (" (out of memory?)" if status == -9 else "")
+    return f"exit status {status}"
 
 
 def _fails(text: str) -> str:
