@@ -59,8 +59,8 @@ class Context:
     training_budget: int = 0
     """Bytes one step of a training op may read and write on a tile (0: no steps)."""
     hold_budget: int = 1 << 62
-    """Bytes of a training op's result box a tile holds whole; bigger ones go to DRAM by
-    the window."""
+    """Bytes of an op's result box a tile holds whole (``lower.HOLD_FRACTION`` of the
+    SRAM); bigger ones go to DRAM by the step or window."""
     anchors: Mapping[Operation, str] | None = None
     """The op making each layer, split like the cost model does (None: the split rules)."""
     dims: Mapping[str, Dims] | None = None

@@ -48,6 +48,14 @@ from crane.hardware.machine import Machine
 from crane.ir.attributes import DenseIntsAttr, IntAttr, StringAttr
 from crane.ir.core import Operation, Value
 
+HOLD_FRACTION = 5
+"""A result box larger than 1/HOLD_FRACTION of a tile's SRAM is not held on chip:
+it goes to DRAM by steps and its readers load it back. One tile running attention holds
+four values at once while the scores stream through (the residual input, ``q``, and ``k``
+before and after its transpose); at a quarter each they filled the SRAM and the streamed
+step overflowed it (BERT-base on ``gpu11``, GPT-2 on ``mesh2x2``, each value exactly a
+quarter). A fifth leaves the step its room."""
+
 
 def output_names(func: FuncOp) -> dict[Value, str]:
     """Returned values -> names, as ``crane.exec.interpreter.run_function`` keys them."""
@@ -149,7 +157,7 @@ def lower_func(func: FuncOp, schedule: ScheduleOp, machine: Machine,
     rerun = {b: _recompute_phases(runs, len(blocks) + b, machine, batch, ops_of, training)
              for b, runs in again.items()}
     recomputed = frozenset(name for b in again for name in blocks[b].layer_names)
-    hold_budget = machine.sram_bytes // 4
+    hold_budget = machine.sram_bytes // HOLD_FRACTION
     refreshed = _refreshed(own, ops_of, recomputed, homes, hold_budget // machine.data_bytes) \
         if training else frozenset()
     phases += with_recomputation(
