@@ -115,7 +115,7 @@ def _elementwise(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, At
     return tuple(_broadcast(out, shape_of(v)) for v in op.operands), mask_attrs(op, out)
 
 
-def _ints(op: Operation, name: str) -> tuple[int, ...]:
+def ints_attr(op: Operation, name: str) -> tuple[int, ...]:
     attr = op.attributes.get(name)
     return tuple(attr) if isinstance(attr, DenseIntsAttr) else ()
 
@@ -126,18 +126,18 @@ def int_attr(op: Operation, name: str, default: int = 0) -> int:
 
 
 def _window(op: Operation) -> Window:
-    kernel = _ints(op, "kernel") or (1, 1)
+    kernel = ints_attr(op, "kernel") or (1, 1)
     return Window((kernel[0], kernel[1]), _pair(op, "stride"), _pair(op, "dilation"),
                   _pad(op))
 
 
 def _pair(op: Operation, name: str) -> tuple[int, int]:
-    values = _ints(op, name) or (1, 1)
+    values = ints_attr(op, name) or (1, 1)
     return values[0], values[1]
 
 
 def _pad(op: Operation) -> tuple[int, int, int, int]:
-    values = _ints(op, "padding") or (0, 0, 0, 0)
+    values = ints_attr(op, "padding") or (0, 0, 0, 0)
     return values[0], values[1], values[2], values[3]
 
 
@@ -270,7 +270,7 @@ def _embedding(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attr
 
 
 def _transpose(op: Operation, out: Box) -> tuple[tuple[Box, ...], dict[str, Attribute]]:
-    perm = _ints(op, "perm")
+    perm = ints_attr(op, "perm")
     box = [(0, 0)] * len(out)
     for i, p in enumerate(perm):
         box[p] = out[i]

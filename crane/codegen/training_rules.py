@@ -27,13 +27,11 @@ import math
 from collections.abc import Mapping
 
 from crane.codegen.boxes import Box, extent, full, with_axis
-from crane.codegen.rules import Part, kept_prefix, mask_attrs, shape_of
+from crane.codegen.rules import Part, int_attr, ints_attr, kept_prefix, mask_attrs, shape_of
 from crane.codegen.training_space import (
     Space,
     TrainingRule,
     flag_of,
-    int_of,
-    ints_of,
     is_partial,
     shape_only,
 )
@@ -157,7 +155,7 @@ def _layernorm_weight_part(op: Operation, box: Box) -> Part:
 
 def _softmax_space(op: Operation) -> Space:
     shape = shape_of(op.results[0])
-    axis = int_of(op, "axis", -1) % len(shape)
+    axis = int_attr(op, "axis", -1) % len(shape)
     return Space(shape, fixed=frozenset({axis}))
 
 
@@ -196,19 +194,19 @@ def _reshape_part(op: Operation, box: Box) -> Part:
 
 def _transpose_part(op: Operation, box: Box) -> Part:
     """``dX`` over ``box``: the permuted box of ``dY`` (``X`` by shape)."""
-    perm = ints_of(op, "perm")
+    perm = ints_attr(op, "perm")
     g_box = tuple(box[p] for p in perm)
     return Part((box,), (g_box, None), shape_only({1: extent(box)}), (False,))
 
 
 def _slice_space(op: Operation) -> Space:
     shape = shape_of(op.results[0])
-    return Space(shape, fixed=frozenset({int_of(op, "axis") % len(shape)}))
+    return Space(shape, fixed=frozenset({int_attr(op, "axis") % len(shape)}))
 
 
 def _slice_part(op: Operation, box: Box) -> Part:
     """``dX`` over ``box`` (the sliced axis whole): ``dY`` zero-padded back."""
-    axis = int_of(op, "axis") % len(box)
+    axis = int_attr(op, "axis") % len(box)
     g_box = with_axis(box, axis, (0, shape_of(op.operands[0])[axis]))
     return Part((box,), (g_box, None), shape_only({1: extent(box)}), (False,))
 
@@ -243,14 +241,14 @@ def _matmul_part(op: Operation, box: Box) -> Part:
 
 def _concat_space(op: Operation) -> Space:
     grad = shape_of(op.operands[0])
-    axis = int_of(op, "axis") % len(grad)
+    axis = int_attr(op, "axis") % len(grad)
     return Space(grad, fixed=frozenset({axis}))
 
 
 def _concat_part(op: Operation, box: Box) -> Part:
     """Every input's gradient over ``box`` (the concatenation axis whole), cut from ``dY``."""
     assert isinstance(op, GradOp)
-    axis = int_of(op, "axis") % len(box)
+    axis = int_attr(op, "axis") % len(box)
     inputs = op.forward_inputs
     boxes = [with_axis(box, axis, (0, shape_of(v)[axis])) for v in inputs]
     wrt = op.wrt or tuple(range(len(op.results)))

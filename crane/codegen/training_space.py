@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from crane.codegen.boxes import Box, full
 from crane.codegen.rules import Part
-from crane.ir.attributes import Attribute, BoolAttr, DenseIntsAttr, IntAttr
+from crane.ir.attributes import Attribute, BoolAttr, DenseIntsAttr
 from crane.ir.core import Operation
 
 
@@ -37,16 +37,6 @@ class TrainingRule:
 
     space: Callable[[Operation], Space]
     part: Callable[[Operation, Box], Part]
-
-
-def ints_of(op: Operation, name: str) -> tuple[int, ...]:
-    attr = op.attributes.get(name)
-    return tuple(attr) if isinstance(attr, DenseIntsAttr) else ()
-
-
-def int_of(op: Operation, name: str, default: int = 0) -> int:
-    attr = op.attributes.get(name)
-    return attr.value if isinstance(attr, IntAttr) else default
 
 
 def flag_of(op: Operation, name: str) -> bool:

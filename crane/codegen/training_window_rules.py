@@ -11,13 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from crane.codegen.boxes import Box, extent
-from crane.codegen.rules import Part, shape_of
+from crane.codegen.rules import Part, int_attr, ints_attr, shape_of
 from crane.codegen.training_space import (
     Space,
     TrainingRule,
     flag_of,
-    int_of,
-    ints_of,
     is_partial,
     shape_only,
 )
@@ -30,16 +28,16 @@ from crane.tiling.regions import Interval, axis_input
 # ----- convolution
 
 def _window(op: Operation) -> Window:
-    kernel = ints_of(op, "kernel") or (1, 1)
-    stride = ints_of(op, "stride") or kernel
-    dilation = ints_of(op, "dilation") or (1, 1)
-    pad = ints_of(op, "padding") or (0, 0, 0, 0)
+    kernel = ints_attr(op, "kernel") or (1, 1)
+    stride = ints_attr(op, "stride") or kernel
+    dilation = ints_attr(op, "dilation") or (1, 1)
+    pad = ints_attr(op, "padding") or (0, 0, 0, 0)
     return Window((kernel[0], kernel[1]), (stride[0], stride[1]), (dilation[0], dilation[1]),
                   (pad[0], pad[1], pad[2], pad[3]))
 
 
 def _groups(op: Operation, channels: int) -> int:
-    return channels if flag_of(op, "depthwise") else max(1, int_of(op, "groups", 1))
+    return channels if flag_of(op, "depthwise") else max(1, int_attr(op, "groups", 1))
 
 
 def _reach(start: int, stop: int, outputs: int, size: int, stride: int, dilation: int,
@@ -160,9 +158,9 @@ def _pool_input_part(op: Operation, box: Box) -> Part:
     assert isinstance(op, GradOp)
     _, _, h, w = shape_of(op.results[0])
     _, _, oh, ow = shape_of(op.operands[0])
-    kernel = ints_of(op, "kernel") or (1, 1)
-    stride = ints_of(op, "stride") or kernel
-    pad = ints_of(op, "padding") or (0, 0, 0, 0)
+    kernel = ints_attr(op, "kernel") or (1, 1)
+    stride = ints_attr(op, "stride") or kernel
+    pad = ints_attr(op, "padding") or (0, 0, 0, 0)
     nb, cb, hb, wb = box
     rows = _reach(*hb, oh, kernel[0], stride[0], 1, pad[0])
     cols = _reach(*wb, ow, kernel[1], stride[1], 1, pad[2])
