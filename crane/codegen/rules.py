@@ -25,6 +25,7 @@ sums (``Part.partial``) which codegen reduces.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -384,6 +385,8 @@ def forward_op_parts(op: LayerOp, span: tuple[int, int], batch: int, n: int,
     with the smallest parts.
     """
     out = span_box(op.results[0], span, batch)
+    if op.kind.is_loss and n > 1:
+        return loss_parts(op, n)
     if op.kind.lowering is Lowering.WHOLE:
         ins = tuple(span_box(v, span, batch) for v in op.operands)
         return [Part((out,), ins, {}, (False,))]
@@ -400,6 +403,20 @@ def forward_op_parts(op: LayerOp, span: tuple[int, int], batch: int, n: int,
         return made[0]
     fitting = [m for m in made[1:] if len(m) >= len(made[0]) and worst(m) <= budget]
     return fitting[0] if fitting else min(made, key=worst)
+
+
+def loss_parts(op: LayerOp, n: int) -> list[Part]:
+    """A loss over ``n`` tiles, split along its positions (the second operand's axes:
+    cross-entropy's labels, mse's target): each part's loss is its positions' share of the
+    mean over all ``count`` of them, a partial sum that codegen adds up to the loss. No
+    tile then holds the whole prediction (GPT-2's logits are 1 MiB)."""
+    positions = shape_of(op.operands[1])
+    if not positions:
+        return [Part(((),), tuple(full(shape_of(v)) for v in op.operands), {}, (False,))]
+    classes = full(shape_of(op.operands[0])[len(positions):])
+    boxes = choose(full(positions), tuple((a,) for a in range(len(positions))), n)
+    count = {"count": IntAttr(math.prod(positions))}
+    return [Part(((),), ((*box, *classes), box), count, (True,)) for box in boxes]
 
 
 def _part(op: LayerOp, need: Need, box: Box) -> Part:

@@ -109,8 +109,9 @@ ROW_OFFSET = "row_offset"
 """Attribute of an embedding (or its gradient) run on a slice of its table's rows: the
 first row of the slice (``kernels.embedding_rows_forward``)."""
 COUNT = "count"
-"""Attribute of a loss gradient run on some rows: how many label positions the whole loss
-averages over (its gradient scales by ``1 / count``, not by the part's rows)."""
+"""Attribute of a loss (or its gradient) run on some positions: how many positions the
+whole loss averages over. The part's loss is its positions' share of that mean (a partial
+sum the parts add up to), and its gradient scales by ``1 / count``, not by its rows."""
 
 
 def _embedding(c: Call) -> Array:
@@ -175,6 +176,14 @@ def _labels(c: Call) -> np.ndarray:
     return np.asarray(c.inputs[1]).astype(np.int64)
 
 
+def _share(c: Call, mean: Array, positions: int) -> Array:
+    """A loss's ``mean`` over the part's ``positions``, as its share of the mean over all
+    ``count`` positions when the op runs on a part of them."""
+    if COUNT not in c.attrs:
+        return mean
+    return np.asarray(mean * (max(positions, 1) / c.integer(COUNT)), dtype=mean.dtype)
+
+
 FORWARD: Mapping[str, Rule] = {
     "conv2d": lambda c: K.conv2d_forward(c.inputs[0], c.weights[0], _bias(c), **conv_args(c)),  # type: ignore[arg-type]
     "max_pool2d": lambda c: K.max_pool2d_forward(c.inputs[0], **pool_args(c, c.inputs[0].shape, c.out_shape)),  # type: ignore[arg-type]
@@ -196,7 +205,8 @@ FORWARD: Mapping[str, Rule] = {
     "embedding": lambda c: _embedding(c),
     "attention": lambda c: attention_call(c)[0],
     "dropout": _dropout,
-    "cross_entropy": lambda c: K.softmax_cross_entropy(c.inputs[0], _labels(c))[0],
-    "mse": lambda c: K.mse_loss_forward(*c.inputs),
+    "cross_entropy": lambda c: _share(c, K.softmax_cross_entropy(c.inputs[0], _labels(c))[0],
+                                      c.inputs[1].size),
+    "mse": lambda c: _share(c, K.mse_loss_forward(*c.inputs), c.inputs[1].size),
 }
 """Layer kind -> forward rule (the activations' from their registered kernels)."""
