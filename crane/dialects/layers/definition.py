@@ -116,7 +116,8 @@ class Lowering(Enum):
     ALONG_AXIS = "along_axis"
     """Slice and concat: whole along ``axis``, split along any other."""
     WHOLE = "whole"
-    """One part on one tile (losses)."""
+    """Every operand whole: one part on one tile. A loss on several tiles splits along its
+    positions instead, each part a partial sum of the mean."""
 
 
 class Spatial(Enum):
