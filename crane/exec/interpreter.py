@@ -19,7 +19,7 @@ and ``var`` operands) when its ``running`` attribute says so, else the batch sta
 from __future__ import annotations
 
 import zlib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -178,7 +178,8 @@ def run_function(func: Operation, inputs: Mapping[str, Array] | None = None, *,
                  weights: Mapping[str, Array] | None = None, dtype: str | Any = "f64",
                  seed: int = 0, training: bool | None = None,
                  pinned: Mapping[str, Array] | None = None,
-                 trace: dict[str, Array] | None = None) -> dict[str, Array]:
+                 trace: dict[str, Array] | None = None,
+                 trace_only: Collection[str] | None = None) -> dict[str, Array]:
     """Run ``func`` (a ``graph.func``) and return its outputs by name.
 
     ``inputs`` maps argument names to arrays (missing ones are drawn from ``seed``);
@@ -187,7 +188,8 @@ def run_function(func: Operation, inputs: Mapping[str, Array] | None = None, *,
     training step. ``pinned`` maps names of forward layer results to the values to use
     instead of computing them (a backward pass given another computation's forward
     activations); ``trace``, when given, receives every named value computed (the first
-    of each name). Raises :class:`InterpreterError` with the failing op.
+    of each name), or only those named in ``trace_only``. Other values are freed after
+    their last reader. Raises :class:`InterpreterError` with the failing op.
     """
     if not isinstance(func, FuncOp):
         raise InterpreterError(f"expected a graph.func, got '{func.name}'", func)
@@ -204,16 +206,61 @@ def run_function(func: Operation, inputs: Mapping[str, Array] | None = None, *,
                                    func) from None
     if given:
         raise InterpreterError(f"no function argument named '{sorted(given)[0]}'", func)
-    for op in func.body.ops:
+    ops = list(func.body.ops)
+    dead_after = _last_uses(ops)
+    for index, op in enumerate(ops):
         if isinstance(op, ReturnOp):
             return dict(zip(_output_names(op.operands), (machine.get(v) for v in op.operands), strict=True))
         results = _pin(op, pinned) if pinned else None
         machine.env.update(zip(op.results, results or _run_located(machine, op), strict=True))
         if trace is not None:
-            for value in op.results:
-                if value.name_hint and value.name_hint not in trace:
-                    trace[value.name_hint] = machine.get(value)
+            _trace(trace, trace_only, op.results, machine)
+        for dead in dead_after.get(index, ()):
+            del machine.env[dead]
     raise InterpreterError("the function has no graph.return", func)
+
+
+def _trace(trace: dict[str, Array], only: Collection[str] | None, results: Sequence[Value],
+           machine: _Machine) -> None:
+    """Keep the first value of each name (of those in ``only``, when given)."""
+    for value in results:
+        name = value.name_hint
+        if name and name not in trace and (only is None or name in only):
+            trace[name] = machine.get(value)
+
+
+def peak_live_elements(func: FuncOp) -> int:
+    """The most tensor elements :func:`run_function` holds at once: every argument, and
+    each op's results from that op until their last reader has run (untraced)."""
+    ops = list(func.body.ops)
+    dead_after = _last_uses(ops)
+    live = peak = sum(_size(arg) for arg in func.body.args)
+    for index, op in enumerate(ops):
+        live += sum(_size(result) for result in op.results)
+        peak = max(peak, live)
+        live -= sum(_size(value) for value in dead_after.get(index, ()))
+    return peak
+
+
+def _size(value: Value) -> int:
+    return value.type.num_elements if isinstance(value.type, TensorType) else 0
+
+
+def _last_uses(ops: Sequence[Operation]) -> dict[int, list[Value]]:
+    """Per op index, the values no later op reads (freed after it runs: a training step
+    otherwise holds every activation and gradient until it ends). A value read by the
+    ``graph.return`` is never freed; one nobody reads goes right after its op."""
+    last: dict[Value, int] = {}
+    for index, op in enumerate(ops):
+        last.update((result, index) for result in op.results)
+        for inner in op.walk():
+            for operand in inner.operands:
+                if operand in last:
+                    last[operand] = len(ops) if isinstance(op, ReturnOp) else index
+    dead: dict[int, list[Value]] = {}
+    for value, index in last.items():
+        dead.setdefault(index, []).append(value)
+    return dead
 
 
 def _pin(op: Operation, pinned: Mapping[str, Array]) -> list[Array] | None:

@@ -35,10 +35,9 @@ from crane.autodiff import (
 )
 from crane.dialects import default_context
 from crane.dialects.graph import FuncOp
-from crane.exec.interpreter import InterpreterError, run_function
+from crane.exec.interpreter import InterpreterError, peak_live_elements, run_function
 from crane.ir.core import Operation, VerifyError
 from crane.ir.diagnostics import Diagnostic, DiagnosticError, Severity, SourceManager, render
-from crane.ir.types import TensorType
 from crane.ir.verifier import verify
 from crane.limits import MAX_BATCH
 from crane.limits.files import STDIN, check_regular, describe
@@ -71,8 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--show", type=int, default=4, help="how many leading values to print (default 4)")
     parser.add_argument("--max-memory", type=float, default=2.0, metavar="GIB",
                         help="refuse a network whose tensors need more than this many GiB "
-                             "(default 2): the interpreter keeps every value of the run, and its kernels "
-                             "need about twice as much again for temporaries")
+                             "(default 2): the interpreter holds each value until its last reader has run, "
+                             "and its kernels need about twice as much again for temporaries")
     parser.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
     return parser
 
@@ -238,11 +237,10 @@ def run(args: argparse.Namespace, sources: SourceManager) -> int:
 
 
 def _check_memory(func: FuncOp, dtype: str, gib: float) -> None:
-    """A located error when the run would hold more than ``gib`` GiB of tensors (every
-    argument and every op result, at the float width of ``dtype``), before it starts."""
+    """A located error when the run would hold more than ``gib`` GiB of tensors at once
+    (at the float width of ``dtype``), before it starts."""
     width = 8 if dtype == "f64" else 4
-    values = [*func.body.args, *(r for op in func.body.ops for r in op.results)]
-    need = sum(v.type.num_elements for v in values if isinstance(v.type, TensorType)) * width
+    need = peak_live_elements(func) * width
     if need <= gib * 2**30:
         return
     raise DiagnosticError.at(func.location, f"the run would hold {need / 2**30:.1f} GiB of tensors "

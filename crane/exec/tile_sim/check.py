@@ -155,9 +155,10 @@ def compare(name: str, reference: Array, dram: Mapping[str, Array], rtol: float)
 
 
 def _reference(graph: FuncOp, inputs: Mapping[str, Array], weights: Mapping[str, Array] | None,
-               dtype: str, seed: int, trace: dict[str, Array] | None = None) -> dict[str, Array]:
+               dtype: str, seed: int, trace: dict[str, Array], traced: set[str]) -> dict[str, Array]:
     try:
-        return run_function(graph, inputs, weights=weights, dtype=dtype, seed=seed, trace=trace)
+        return run_function(graph, inputs, weights=weights, dtype=dtype, seed=seed, trace=trace,
+                            trace_only=traced)
     except InterpreterError as problem:
         raise fail(problem.op or graph, f"the reference interpreter failed: {problem.message}") from None
 
@@ -172,33 +173,35 @@ def _reconsider(c: Comparison, sim: Array, ref32: Array, ref64: Array, rtol: flo
     return replace(judged, ok=True)
 
 
-def _saved_activations(graph: FuncOp, dram: Mapping[str, Array]) -> dict[str, Array]:
-    """The simulated values of the forward activations of a training step found in DRAM
-    under their (unique) names."""
+def _saved_names(graph: FuncOp, dram: Mapping[str, Array]) -> set[str]:
+    """The forward activations of a training step found in DRAM under their (unique)
+    names: the only values the interpreters' traces need to keep."""
+    if not is_training_step(graph):
+        return set()
     names = [v.name_hint for op in graph.body.ops for v in op.results if v.name_hint]
     unique = {n for n in names if names.count(n) == 1}
-    found: dict[str, Array] = {}
-    for op in graph.body.ops:
-        if not isinstance(op, LayerOp):
-            continue
-        for value in op.results:
-            name = value.name_hint or ""
-            if name in unique and name in dram and dram[name].shape == tuple(value.type.shape):  # type: ignore[attr-defined]
-                found[name] = np.asarray(dram[name], np.float64)
-    return found
+    return {v.name_hint for op in graph.body.ops if isinstance(op, LayerOp) for v in op.results
+            if v.name_hint in unique and v.name_hint in dram
+            and dram[v.name_hint].shape == tuple(v.type.shape)}  # type: ignore[attr-defined]
+
+
+def _saved_activations(names: set[str], dram: Mapping[str, Array]) -> dict[str, Array]:
+    """The simulated values of ``names`` (``_saved_names``), in float64."""
+    return {name: np.asarray(dram[name], np.float64) for name in names}
 
 
 def _float64(graph: FuncOp, module: Operation, args: set[str], inputs: Mapping[str, Array] | None,
              weights: Mapping[str, Array] | None, seed: int,
              pinned: Mapping[str, Array] | None = None,
-             trace: dict[str, Array] | None = None) -> dict[str, Array]:
+             trace: dict[str, Array] | None = None, traced: set[str] | None = None
+             ) -> dict[str, Array]:
     """The interpreter in float64 on the simulation's (float32) starting DRAM."""
     start = initial_dram(module, inputs, weights, seed)
     exact = {k: v.astype(np.float64) if np.issubdtype(v.dtype, np.floating) else v for k, v in start.items()}
     try:
         return run_function(graph, {k: v for k, v in exact.items() if k in args},
                             weights={k: v for k, v in exact.items() if k not in args}, dtype="f64",
-                            seed=seed, pinned=pinned, trace=trace)
+                            seed=seed, pinned=pinned, trace=trace, trace_only=traced)
     except InterpreterError as problem:
         raise fail(problem.op or graph, f"the reference interpreter failed: {problem.message}") from None
 
@@ -247,17 +250,18 @@ def check(module: Operation, *, rtol: float = 1e-5, seed: int = 0,
     dram, counters = simulate(module, inputs, weights, seed=seed)
     args = {arg.name_hint or "" for arg in graph.body.args}
     given = {k: v for k, v in (inputs or {}).items() if k in args}
+    saved = _saved_names(graph, dram)
     trace32: dict[str, Array] = {}
-    reference = _reference(graph, given, weights, "f32", seed, trace32)
+    reference = _reference(graph, given, weights, "f32", seed, trace32, saved)
     comparisons = [compare(n, a, dram, rtol) for n, a in reference.items()]
     failed = [i for i, c in enumerate(comparisons) if not c.ok and c.tensor and c.max_abs != float("inf")]
     if not failed or strict:
         return CheckReport(tuple(comparisons), rtol, counters)
     trace64: dict[str, Array] = {}
-    ref64 = _float64(graph, module, args, inputs, weights, seed, trace=trace64)
+    ref64 = _float64(graph, module, args, inputs, weights, seed, trace=trace64, traced=saved)
     _rejudge(comparisons, failed, dram, reference, ref64, rtol)
     failed = [i for i in failed if not comparisons[i].ok]
-    pinned = _saved_activations(graph, dram) if failed and is_training_step(graph) else {}
+    pinned = _saved_activations(saved, dram) if failed else {}
     if pinned:
         given_forward = _float64(graph, module, args, inputs, weights, seed, pinned=pinned)
         backward = [i for i in failed if comparisons[i].name not in pinned]
