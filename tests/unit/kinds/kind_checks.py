@@ -99,7 +99,8 @@ def _cut(array: np.ndarray, box: Box) -> np.ndarray:
 def check_codegen(kind: LayerKind, s: Samples) -> None:
     """Code generation splits the kind's ops over two and four tiles by the rule of its lowering
     class, and each part, run by the interpreter on the boxes it reads with the attributes
-    it gets, computes its box of the whole op's result (while training: batch statistics
+    it gets, computes its box of the whole op's result, or a partial sum that the parts over
+    that box add up to (while training: batch statistics
     and dropout masks included); the gradient of a kind needing the whole batch is never
     cut along the batch."""
     assert kind.lowering in NEEDS
@@ -115,13 +116,21 @@ def check_codegen(kind: LayerKind, s: Samples) -> None:
                            dtype=np.float64, training=True, key="k")
 
         whole = run(operands, op.layer_attrs, _shape(op.results[0]))
-        parts = [p for tiles in (2, 4) for p in forward_op_parts(op, (0, batch), batch, tiles, True)]
-        assert parts
-        for part in parts:
-            attrs = {**op.layer_attrs, **{k: from_attribute(v) for k, v in part.attrs.items()}}
-            ins = [_cut(a, box) for a, box in zip(operands, part.ins, strict=True) if box is not None]
-            expected = _cut(whole, part.outs[0])
-            assert np.allclose(run(ins, attrs, expected.shape), expected, atol=1e-9), part
+        for tiles in (2, 4):
+            parts = forward_op_parts(op, (0, batch), batch, tiles, True)
+            assert parts
+            sums: dict[Box, np.ndarray] = {}
+            for part in parts:
+                attrs = {**op.layer_attrs, **{k: from_attribute(v) for k, v in part.attrs.items()}}
+                ins = [_cut(a, box) for a, box in zip(operands, part.ins, strict=True) if box is not None]
+                expected = _cut(whole, part.outs[0])
+                got = run(ins, attrs, expected.shape)
+                if part.partial[:1] == (True,):  # a partial sum: the parts over one box add up to it
+                    sums[part.outs[0]] = sums.get(part.outs[0], 0) + got
+                    continue
+                assert np.allclose(got, expected, atol=1e-9), part
+            for box, total in sums.items():
+                assert np.allclose(total, _cut(whole, box), atol=1e-9), (kind.name, tiles, box)
     for grad in s.grads[kind.name]:
         parts = split_training(grad, 2, 2)
         whole_batch = kind.has_batch_statistics or kind.is_random or kind.is_loss
