@@ -47,8 +47,16 @@ import numpy as np
 
 from crane.autodiff import is_training_step
 from crane.dialects.graph import FuncOp, LayerOp
+from crane.dialects.tile import DramOp
 from crane.exec.interpreter import InterpreterError, run_function
-from crane.exec.tile_sim.functional import Counters, graph_func, initial_dram, simulate
+from crane.exec.tile_sim.functional import (
+    Counters,
+    graph_func,
+    initial_dram,
+    module_ops,
+    scratch_tensors,
+    simulate,
+)
 from crane.exec.tile_sim.memory import Array, fail
 from crane.ir.core import Operation
 
@@ -155,7 +163,8 @@ def compare(name: str, reference: Array, dram: Mapping[str, Array], rtol: float)
 
 
 def _reference(graph: FuncOp, inputs: Mapping[str, Array], weights: Mapping[str, Array] | None,
-               dtype: str, seed: int, trace: dict[str, Array], traced: set[str]) -> dict[str, Array]:
+               dtype: str, seed: int, trace: dict[str, Array] | None = None,
+               traced: frozenset[str] = frozenset()) -> dict[str, Array]:
     try:
         return run_function(graph, inputs, weights=weights, dtype=dtype, seed=seed, trace=trace,
                             trace_only=traced)
@@ -173,19 +182,20 @@ def _reconsider(c: Comparison, sim: Array, ref32: Array, ref64: Array, rtol: flo
     return replace(judged, ok=True)
 
 
-def _saved_names(graph: FuncOp, dram: Mapping[str, Array]) -> set[str]:
-    """The forward activations of a training step found in DRAM under their (unique)
-    names: the only values the interpreters' traces need to keep."""
+def _saved_names(graph: FuncOp, module: Operation) -> frozenset[str]:
+    """The forward activations of a training step that ``module`` keeps in DRAM under their
+    (unique) names: the only scratch tensors the check may read."""
     if not is_training_step(graph):
-        return set()
+        return frozenset()
+    declared = {t.tensor_name: t.shape for t in module_ops(module) if isinstance(t, DramOp)}
     names = [v.name_hint for op in graph.body.ops for v in op.results if v.name_hint]
     unique = {n for n in names if names.count(n) == 1}
-    return {v.name_hint for op in graph.body.ops if isinstance(op, LayerOp) for v in op.results
-            if v.name_hint in unique and v.name_hint in dram
-            and dram[v.name_hint].shape == tuple(v.type.shape)}  # type: ignore[attr-defined]
+    return frozenset(v.name_hint for op in graph.body.ops if isinstance(op, LayerOp)
+                     for v in op.results if v.name_hint in unique
+                     and declared.get(v.name_hint) == tuple(v.type.shape))  # type: ignore[attr-defined]
 
 
-def _saved_activations(names: set[str], dram: Mapping[str, Array]) -> dict[str, Array]:
+def _saved_activations(names: frozenset[str], dram: Mapping[str, Array]) -> dict[str, Array]:
     """The simulated values of ``names`` (``_saved_names``), in float64."""
     return {name: np.asarray(dram[name], np.float64) for name in names}
 
@@ -193,7 +203,7 @@ def _saved_activations(names: set[str], dram: Mapping[str, Array]) -> dict[str, 
 def _float64(graph: FuncOp, module: Operation, args: set[str], inputs: Mapping[str, Array] | None,
              weights: Mapping[str, Array] | None, seed: int,
              pinned: Mapping[str, Array] | None = None,
-             trace: dict[str, Array] | None = None, traced: set[str] | None = None
+             trace: dict[str, Array] | None = None, traced: frozenset[str] = frozenset()
              ) -> dict[str, Array]:
     """The interpreter in float64 on the simulation's (float32) starting DRAM."""
     start = initial_dram(module, inputs, weights, seed)
@@ -247,26 +257,34 @@ def check(module: Operation, *, rtol: float = 1e-5, seed: int = 0,
     if graph is None:
         raise fail(module, "keeps no graph.func to check against" if func is None
                    else f"has no graph.func named '{func}'")
-    dram, counters = simulate(module, inputs, weights, seed=seed)
+    saved = _saved_names(graph, module)
+    dram, counters = simulate(module, inputs, weights, seed=seed,
+                              release=scratch_tensors(module) - saved)
     args = {arg.name_hint or "" for arg in graph.body.args}
     given = {k: v for k, v in (inputs or {}).items() if k in args}
-    saved = _saved_names(graph, dram)
-    trace32: dict[str, Array] = {}
-    reference = _reference(graph, given, weights, "f32", seed, trace32, saved)
+    reference = _reference(graph, given, weights, "f32", seed)
     comparisons = [compare(n, a, dram, rtol) for n, a in reference.items()]
     failed = [i for i, c in enumerate(comparisons) if not c.ok and c.tensor and c.max_abs != float("inf")]
     if not failed or strict:
         return CheckReport(tuple(comparisons), rtol, counters)
-    trace64: dict[str, Array] = {}
-    ref64 = _float64(graph, module, args, inputs, weights, seed, trace=trace64, traced=saved)
+    ref64 = _float64(graph, module, args, inputs, weights, seed)
     _rejudge(comparisons, failed, dram, reference, ref64, rtol)
     failed = [i for i in failed if not comparisons[i].ok]
     pinned = _saved_activations(saved, dram) if failed else {}
-    if pinned:
-        given_forward = _float64(graph, module, args, inputs, weights, seed, pinned=pinned)
-        backward = [i for i in failed if comparisons[i].name not in pinned]
-        _rejudge(comparisons, backward, dram, reference, given_forward, rtol, own_forward=True)
-        shown = {c.name for c in comparisons}
-        comparisons += _activation_rows({k: v for k, v in pinned.items() if k not in shown},
-                                        trace32, trace64, rtol)
+    if not pinned:
+        return CheckReport(tuple(comparisons), rtol, counters)
+    del ref64
+    given_forward = _float64(graph, module, args, inputs, weights, seed, pinned=pinned)
+    backward = [i for i in failed if comparisons[i].name not in pinned]
+    _rejudge(comparisons, backward, dram, reference, given_forward, rtol, own_forward=True)
+    del reference, given_forward
+    shown = {c.name for c in comparisons}
+    unshown = {k: v for k, v in pinned.items() if k not in shown}
+    # The traces are rerun here, on the rare path that reads them: kept on every check,
+    # they would hold each saved activation twice more (GPT-2's training step: 4 GB each).
+    trace32: dict[str, Array] = {}
+    _reference(graph, given, weights, "f32", seed, trace32, frozenset(unshown))
+    trace64: dict[str, Array] = {}
+    _float64(graph, module, args, inputs, weights, seed, trace=trace64, traced=frozenset(unshown))
+    comparisons += _activation_rows(unshown, trace32, trace64, rtol)
     return CheckReport(tuple(comparisons), rtol, counters)

@@ -207,6 +207,8 @@ class _Run:
     seed: int
     training: bool
     counters: Counters = field(default_factory=Counters)
+    accesses_left: dict[str, int] = field(default_factory=dict)
+    """Releasable DRAM tensor -> the loads and stores of it not yet executed."""
 
     # ----- scheduling
 
@@ -336,6 +338,7 @@ class _Run:
         np.copyto(target, array[box(op.offsets, target.shape)], casting="unsafe")
         sram.wrote(op.buffer, op)
         self.counters.dma_bytes += _buffer(op).byte_size
+        self.accessed(op.tensor)
 
     def store(self, sram: Sram, op: StoreOp) -> None:
         array = self.tensor(op)
@@ -346,6 +349,18 @@ class _Run:
         else:
             array[index] = data
         self.counters.dma_bytes += _buffer(op).byte_size
+        self.accessed(op.tensor)
+
+    def accessed(self, tensor: str) -> None:
+        """Drop a releasable tensor from DRAM after its last load or store."""
+        left = self.accesses_left.get(tensor)
+        if left is None:
+            return
+        if left > 1:
+            self.accesses_left[tensor] = left - 1
+            return
+        del self.accesses_left[tensor]
+        del self.dram[tensor]
 
     def compute(self, sram: Sram, op: ComputeOp) -> None:
         inputs = [sram.read(v, op) for v in op.inputs]
@@ -437,10 +452,29 @@ def last_uses(ops: list[Operation]) -> dict[int, list[Value]]:
     return dead
 
 
+def scratch_tensors(module: Operation) -> frozenset[str]:
+    """The DRAM tensors that are neither inputs, weights, state nor outputs."""
+    return frozenset(t.tensor_name for t in module_ops(module)
+                     if isinstance(t, DramOp) and t.role in ("activation", "gradient"))
+
+
+def accesses(tiles: Mapping[int, _Tile], names: frozenset[str]) -> dict[str, int]:
+    """How many loads and stores name each of ``names`` (every instruction runs once)."""
+    count = dict.fromkeys(names, 0)
+    for state in tiles.values():
+        for op in state.ops:
+            if isinstance(op, LoadOp | StoreOp) and op.tensor in count:
+                count[op.tensor] += 1
+    return count
+
+
 def simulate(module: Operation, inputs: Mapping[str, Array] | None = None,
              weights: Mapping[str, Array] | None = None, *, seed: int = 0,
-             check_ir: bool = True) -> tuple[Dram, Counters]:
-    """Run every program of ``module``; the final DRAM and what the run did."""
+             check_ir: bool = True, release: frozenset[str] = frozenset()) -> tuple[Dram, Counters]:
+    """Run every program of ``module``; the final DRAM and what the run did.
+
+    The scratch tensors named in ``release`` leave DRAM after their last load or store, so
+    a run holds the live ones only; they are absent from the final DRAM."""
     if check_ir:
         problems = verify(module)
         if problems:
@@ -453,7 +487,11 @@ def simulate(module: Operation, inputs: Mapping[str, Array] | None = None,
         raise fail(module, "holds no tile.program to simulate")
     func = graph_func(module)
     training = func is not None and is_training_step(func)
-    run = _Run(initial_dram(module, inputs, weights, seed), tiles, seed, training)
+    dram = initial_dram(module, inputs, weights, seed)
+    left = accesses(tiles, release & scratch_tensors(module))
+    for unused in [name for name, n in left.items() if n == 0]:
+        del left[unused], dram[unused]
+    run = _Run(dram, tiles, seed, training, accesses_left=left)
     run.run()
     return run.dram, run.counters
 

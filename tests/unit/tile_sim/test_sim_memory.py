@@ -5,12 +5,17 @@ from __future__ import annotations
 import tracemalloc
 
 import numpy as np
+import pytest
 from tile_sim_testing import ROOT, crn_func, lower_whole_ops
 
-from crane.exec.tile_sim.functional import last_uses, simulate
+from crane.dialects import default_context
+from crane.exec.tile_sim.functional import _Run, last_uses, scratch_tensors, simulate
 from crane.exec.tile_sim.memory import Sram
+from crane.ir.core import Operation
 from crane.ir.lexer import TokenStream, tokenize
 from crane.ir.types import BufferType
+from crane.tools.inputs import parse_ir
+from crane.tools.opt import main as opt_main
 
 
 def test_last_uses_names_each_buffer_once_at_its_last_instruction() -> None:
@@ -73,3 +78,42 @@ def test_the_token_stream_reads_what_tokenize_reads_in_a_bounded_window() -> Non
         assert (got.kind, got.text, got.start) == (token.kind, token.text, token.start)
         assert len(stream._window) <= 2 * TokenStream.KEEP + TokenStream.CHUNK
     assert stream.at(len(every) + 10).kind == "eof"
+
+
+@pytest.fixture(scope="module")
+def training_step(tmp_path_factory: pytest.TempPathFactory) -> Operation:
+    """tiny_resnet's training step lowered to ``mesh2x2``: activations and gradients
+    spill to DRAM there."""
+    out = tmp_path_factory.mktemp("step") / "step.tile.mlir"
+    assert opt_main([str(ROOT / "examples" / "tiny_resnet.crn"), "--machine",
+                     str(ROOT / "examples" / "machines" / "mesh2x2.crn"),
+                     "-p", "lower-to-tile", "-o", str(out)]) == 0
+    return parse_ir(out.read_text(), str(out), default_context())
+
+
+def test_released_scratch_tensors_leave_dram_and_change_no_output(training_step: Operation) -> None:
+    """``release`` drops scratch tensors after their last access; weights and outputs stay,
+    bit for bit what a run that keeps everything computes."""
+    lowered = training_step
+    scratch = scratch_tensors(lowered)
+    kept, _ = simulate(lowered)
+    dram, _ = simulate(lowered, release=scratch | {"loss"})
+    assert len(scratch) > 10 and "loss" not in scratch
+    assert set(dram) == set(kept) - scratch
+    assert all(np.array_equal(dram[name], kept[name]) for name in dram)
+
+
+def test_a_scratch_tensor_is_dropped_after_its_last_access_not_before(  # type: ignore[no-untyped-def]
+        monkeypatch, training_step: Operation) -> None:
+    lowered = training_step
+    seen: list[tuple[str, int]] = []
+    accessed = _Run.accessed
+
+    def watching(self: _Run, tensor: str) -> None:
+        accessed(self, tensor)
+        seen.append((tensor, len(self.dram)))
+
+    monkeypatch.setattr(_Run, "accessed", watching)
+    dram, _ = simulate(lowered, release=scratch_tensors(lowered))
+    sizes = [n for _, n in seen]
+    assert min(sizes) == len(dram) and max(sizes) > len(dram)
