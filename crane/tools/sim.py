@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from crane.dialects import default_context
 from crane.dialects.tile import DramOp
 from crane.exec.tile_sim.check import check
-from crane.exec.tile_sim.functional import module_ops, simulate
+from crane.exec.tile_sim.functional import module_ops, scratch_tensors, simulate
 from crane.ir.diagnostics import DiagnosticError, SourceManager, render
 from crane.ir.verifier import verify
 from crane.tools.exit_codes import UsageError
@@ -80,7 +80,9 @@ def run(args: argparse.Namespace, sources: SourceManager) -> int:
                        strict=args.strict)
         print("\n".join(report.lines()))
         return 0 if report.ok else MISMATCH
-    dram, counters = simulate(module, inputs, weights, seed=args.seed, check_ir=False)
+    # Only outputs are printed: scratch tensors may leave DRAM once read for the last time.
+    dram, counters = simulate(module, inputs, weights, seed=args.seed, check_ir=False,
+                              release=scratch_tensors(module))
     for op in module_ops(module):
         if isinstance(op, DramOp) and op.role == "output":
             print(summarise(op.tensor_name, dram[op.tensor_name], args.show))
