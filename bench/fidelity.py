@@ -16,7 +16,9 @@ simulator latency, energy and DRAM bytes and the model's error
 ``(model - simulated) / simulated`` in percent. A cell that does not lower (``crane-opt``
 refuses it, e.g. a batch that is not a multiple of the graph's) prints ``no lowering`` and
 the reason; it is never dropped. A lowered cell whose latency or energy is off by more than
-``TARGET_PERCENT`` is a ``MISS``.
+``TARGET_PERCENT`` is a ``MISS``; its row names the block whose model latency is furthest
+from the simulated time of its phases (``crane-sim --timing``'s per-block table), which is
+where to look for the cause.
 
 The bench ends with the miss count and the mean and largest |error| of latency, energy
 and DRAM bytes over the lowered cells (targets: no miss, mean |latency error| at most
@@ -86,6 +88,9 @@ class Cell:
     lower_seconds: float = 0.0
     sim_seconds: float = 0.0
     message: str = ""
+    worst_block: str = ""
+    """The block whose model latency is furthest from its simulated time (``crane-sim
+    --timing``'s per-block table), with both figures."""
 
     def error(self, metric: str) -> float | None:
         """The model's error on ``metric`` relative to the simulator, in percent."""
@@ -131,6 +136,21 @@ def comparison(text: str) -> tuple[dict[str, float], dict[str, float]]:
     return model, simulated
 
 
+_BLOCK = re.compile(r"^\s*(\d+)\s+(\S.*?)\s+\d+\s+([\d,]+)\s+([\d,]+)\s+\S+%$", re.M)
+
+
+def worst_block(text: str) -> str:
+    """The per-block row of ``crane-sim --timing`` whose model and simulated cycles differ
+    most, as ``LABEL model M sim S`` ("" without the table)."""
+    rows = [(label, float(model.replace(",", "")), float(sim.replace(",", "")))
+            for _, label, model, sim in _BLOCK.findall(text.split("per block:")[-1])
+            ] if "per block:" in text else []
+    if not rows:
+        return ""
+    label, model, sim = max(rows, key=lambda r: abs(r[1] - r[2]))
+    return f"{label} model {model:,.0f} sim {sim:,.0f} cycles"
+
+
 def lower_cell(cell: Cell, out: Path, timeout: float) -> bool:
     """Lower the cell into ``out``; False (outcome set) when it did not lower."""
     command = [sys.executable, "-m", "crane.opt", str(EXAMPLES / f"{cell.network}.crn"),
@@ -161,6 +181,7 @@ def run_cell(cell: Cell, timeout: float, scratch: Path) -> Cell:
         cell.message = "timing: " + (first_error(text) if status is not None else "too slow")
         return cell
     cell.model, cell.simulated = comparison(text)
+    cell.worst_block = worst_block(text)
     missed = [m for m in METRICS[:2] if abs(cell.error(m) or 0.0) > TARGET_PERCENT]
     cell.outcome = "MISS" if missed or not cell.model else "ok"
     return cell
@@ -185,6 +206,8 @@ def row(cell: Cell) -> str:
     text += f"{cell.lower_seconds:>8.1f}{cell.sim_seconds:>7.1f}  {cell.outcome}"
     cause = KNOWN_CAUSES.get((cell.network, cell.machine, cell.mode))
     message = cell.message or (f"known cause: {cause}" if cause and cell.outcome == "MISS" else "")
+    if cell.outcome == "MISS" and cell.worst_block:
+        message += ("; " if message else "") + f"widest block gap: {cell.worst_block}"
     return text + (f": {message}" if message else "")
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from crane.cost.report import cost_report_of
 from crane.exec.tile_sim.timing import TimingReport
+from crane.exec.tile_sim.timing_blocks import block_timings, format_block_timings
 from crane.ir.core import Operation
 
 COMPARED = ("latency_cycles", "energy_pj", "dram_bytes", "noc_byte_hops")
@@ -62,7 +63,8 @@ def format_comparison(rows: list[Comparison]) -> str:
 
 def format_report(report: TimingReport, module: Operation | None = None,
                   per_tile: bool = True) -> str:
-    """What ``crane-sim --timing`` prints: totals, the comparison, and one line per tile."""
+    """What ``crane-sim --timing`` prints: totals, the comparison, the comparison per
+    scheduled block (``crane.exec.tile_sim.timing_blocks``), and one line per tile."""
     summary = report.summary()
     lines = [
         f"timing: {len(report.tiles)} tiles, {int(summary['instructions']):,} instructions "
@@ -79,6 +81,10 @@ def format_report(report: TimingReport, module: Operation | None = None,
     rows = compare_with_cost(module, report) if module is not None else []
     if rows:
         lines += ["", format_comparison(rows)]
+    blocks = block_timings(module, report) if module is not None else []
+    if blocks:
+        lines += ["", "per block: the model's latency_cycles and the simulated time of its phases",
+                  format_block_timings(blocks)]
     if per_tile and report.tiles:
         lines += ["", f"{'tile':<12}{'busy':>14}{'idle':>14}{'compute':>14}{'dma':>14}{'noc':>14}"]
         for t in report.tiles:
