@@ -66,6 +66,8 @@ class Context:
     dims: Mapping[str, Dims] | None = None
     kept: frozenset[str] = frozenset()
     """Layers whose output the schedule keeps in SRAM after their block."""
+    groups: Mapping[int, int] = field(default_factory=dict)
+    """The group of each forward block that runs in one (block index -> group number)."""
     backward_phase: Mapping[Operation, int] = field(default_factory=dict)
     """The phase running each training op (its results stay in SRAM for that phase)."""
     recomputed: frozenset[str] = frozenset()
@@ -77,6 +79,15 @@ class Context:
     ports: tuple[int, ...] = ()
     """Per tile, the DRAM port its loads and stores go through (``Machine.nearest_port``;
     empty: the port the schedule's ``ports`` table gives the column)."""
+
+    def kept_for(self, block: int, reader: int) -> bool:
+        """Whether the kept output of forward block ``block`` stays on chip for forward
+        block ``reader``: always, unless ``block`` runs in a group and ``reader`` is not in
+        that group. A group runs its blocks once per slice of the batch and is left through
+        DRAM (``crane.schedule.search``): its memory table keeps one slice in SRAM for the
+        group's next block, and a reader after the group would keep every slice alive."""
+        group = self.groups.get(block)
+        return group is None or self.groups.get(reader) == group
 
 
 def is_resident(value: Value) -> bool:

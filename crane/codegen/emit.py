@@ -95,7 +95,8 @@ class Emitter(TrainingEmitter):
                     if (not same_block and other in ctx.recomputed) or other in ctx.refreshed:
                         found.add(result)  # the reader's recomputation loads it
                         continue
-                    on_chip = ctx.fused.get(layer) if same_block else layer in ctx.kept
+                    on_chip = ctx.fused.get(layer) if same_block else (
+                        layer in ctx.kept and ctx.kept_for(ctx.block_of[layer], ctx.block_of[other]))
                     if not on_chip:
                         found.add(result)
         return found

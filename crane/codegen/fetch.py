@@ -103,7 +103,8 @@ class Fetcher:
         """Whether a piece may be read now: made in this phase, held in its block, kept for
         the forward blocks after it, or recomputed for the training ops."""
         forward = self.block >= 0 and not self.recomputing
-        return (piece.phase == self.phase or (piece.kept and (forward or piece.retained))
+        kept = forward and self.ctx.kept_for(piece.block, self.block)
+        return (piece.phase == self.phase or (piece.kept and (kept or piece.retained))
                 or piece.recomputed or (piece.held and piece.block == self.block))
 
     def retain_for_backward(self) -> None:

@@ -173,6 +173,8 @@ def lower_func(func: FuncOp, schedule: ScheduleOp, machine: Machine,
                   copy_budget=machine.sram_bytes // 2, retain_budget=machine.sram_bytes // 4,
                   anchors=own.anchors, dims=own.dims,
                   kept=frozenset(name for block in blocks for name in kept_outputs(block)),
+                  groups={b: block.group for b, block in enumerate(blocks)
+                          if block.group is not None},
                   backward_phase={op: k for k, phase in enumerate(phases) for op in phase.ops},
                   recomputed=recomputed, refreshed=refreshed,
                   ports=tuple(machine.nearest_port(t) for t in range(machine.tiles)))
