@@ -5,8 +5,9 @@ the schedule: it allocates buffers, loads and stores boxes of DRAM tensors, cuts
 of buffers, sends buffers between tiles and joins pieces. :meth:`Chip.spread` plans a
 broadcast along a tree (:func:`broadcast_tree`: every tile holding the data forwards it
 to its waiting neighbours, one hop each), :meth:`Chip.scatter` one whose slabs are
-loaded by different tiles, and :meth:`Chip.run` emits several plans round by round; that
-is how data several tiles read is fetched once and shared over the NoC.
+loaded by different tiles, and :meth:`Chip.run` emits several plans round by round (a
+deep tree's buffer in pieces, each forwarded as soon as it arrives: :func:`cut_through`);
+that is how data several tiles read is fetched once and shared over the NoC.
 
 Every send is emitted right before its matching receive and every barrier on all tiles at
 once, so the programs cannot deadlock whether sends block or not: each blocking
@@ -32,6 +33,7 @@ from crane.codegen.program import (
     Recv,
     Send,
     Store,
+    Window,
 )
 from crane.codegen.rules import shape_of
 from crane.ir.core import Value
@@ -39,6 +41,9 @@ from crane.ir.types import TensorType
 
 TensorNamer = Callable[[Value], tuple[str, str]]
 """A value -> (DRAM tensor name, role) for values seen for the first time."""
+
+PIECE_ELEMENTS = 256
+"""The fewest elements a broadcast tree forwards as a piece of its own (``cut_through``)."""
 
 Hop = tuple[int, int, "Box | None"]
 """(holder, target, slab): one transfer of a spread (slab None: the whole buffer)."""
@@ -232,20 +237,51 @@ class Chip:
     def run(self, plans: Sequence[Spread]) -> list[dict[int, Buffer]]:
         """Emit the transfers of several spreads round by round across all of them, so a
         tile's in-order NoC queue never holds a forward whose data has not arrived ahead
-        of data it could already receive; each plan's buffer per tile, in plan order."""
-        for depth in range(max((len(p.rounds) for p in plans), default=0)):
-            for plan in plans:
-                for hop in plan.rounds[depth] if depth < len(plan.rounds) else ():
-                    self._hop(plan, *hop)
+        of data it could already receive; each plan's buffer per tile, in plan order.
+
+        A whole-buffer tree deeper than one round goes piece by piece (:func:`cut_through`):
+        all rounds of the first piece, then all rounds of the next, so a tile forwards a
+        piece as soon as it has it. Every tile's program then follows one order of (piece,
+        round, plan), and every wait is for a transfer emitted before it."""
+        windows = [self._pieces(plan) for plan in plans]
+        for piece in range(max((len(w) for w in windows), default=0)):
+            for depth in range(max((len(p.rounds) for p in plans), default=0)):
+                for plan, pieces in zip(plans, windows, strict=True):
+                    if piece >= len(pieces) or depth >= len(plan.rounds):
+                        continue
+                    for hop in plan.rounds[depth]:
+                        self._hop(plan, *hop, window=pieces[piece])
         return [{t: plan.have[t] for t in plan.tiles} for plan in plans]
 
-    def _hop(self, plan: Spread, holder: int, target: int, slab: Box | None) -> None:
+    @staticmethod
+    def _pieces(plan: Spread) -> list[Window | None]:
+        """The windows a plan's hops move one after the other ([None]: one move each)."""
+        if plan.box is not None or len(plan.rounds) < 2 or not plan.have:
+            return [None]
+        shape = next(iter(plan.have.values())).shape
+        pieces: list[Window | None] = [*cut_through(shape, len(plan.rounds))]
+        return pieces or [None]
+
+    def _hop(self, plan: Spread, holder: int, target: int, slab: Box | None,
+             window: Window | None = None) -> None:
+        if window is not None:
+            self._forward(plan, holder, target, window)
+            return
         if plan.box is None or slab is None:
             plan.have[target] = self.move(plan.have[holder], target, plan.value)
             return
         self.tags += 1
         window = (_offsets(plan.box, slab), extent(slab))
         self.emit(holder, Send(plan.have[holder], target, self.tags, window))
+        self.emit(target, Recv(plan.have[target], holder, self.tags, window))
+
+    def _forward(self, plan: Spread, holder: int, target: int, window: Window) -> None:
+        """One piece of a whole-buffer tree: into the target's buffer (made by the first)."""
+        source = plan.have[holder]
+        if target not in plan.have:
+            plan.have[target] = self.alloc(target, source.shape, plan.value)
+        self.tags += 1
+        self.emit(holder, Send(source, target, self.tags, window))
         self.emit(target, Recv(plan.have[target], holder, self.tags, window))
 
     def barrier(self, label: str = "") -> None:
@@ -287,6 +323,45 @@ def broadcast_tree(chip: Chip, roots: Sequence[int], tiles: Sequence[int]) -> li
         have += [target for _, target, _ in hops]
         rounds.append(hops)
     return rounds
+
+
+def cut_through(shape: tuple[int, ...], rounds: int) -> list[Window]:
+    """Contiguous windows of a buffer of ``shape`` that a broadcast tree of ``rounds`` rounds
+    forwards one by one ([] when one piece is best).
+
+    A tree that forwards whole buffers takes ``rounds`` buffer times; in ``k`` pieces it
+    takes about ``rounds + k - 1`` piece times, so up to ``rounds`` pieces of at least
+    ``PIECE_ELEMENTS`` each. Each window fixes one index of the axes before the axis it
+    splits and spans the axes after it (a contiguous byte range, so a forward waits only
+    for its own piece)."""
+    size = 1
+    for n in shape:
+        size *= n
+    wanted = min(rounds, size // PIECE_ELEMENTS)
+    if wanted < 2:
+        return []
+    outer = 1
+    for axis, n in enumerate(shape):
+        if outer * n < wanted:
+            outer *= n
+            continue
+        inner = size // outer  # the elements of one index of the axes before
+        spans = split_span(0, n, min(-(-wanted // outer), inner // PIECE_ELEMENTS))
+        if outer * len(spans) < 2:
+            return []
+        return [(_unravel(shape[:axis], k) + (a,) + (0,) * (len(shape) - axis - 1),
+                 (1,) * axis + (b - a,) + shape[axis + 1:])
+                for k in range(outer) for a, b in spans]
+    return []
+
+
+def _unravel(shape: tuple[int, ...], index: int) -> tuple[int, ...]:
+    """The position of flat ``index`` in row-major ``shape``."""
+    out = []
+    for n in reversed(shape):
+        index, at = divmod(index, n)
+        out.append(at)
+    return tuple(reversed(out))
 
 
 def _unreached(chip: Chip, have: Sequence[int], waiting: Mapping[int, None]) -> list[int]:
