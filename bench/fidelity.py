@@ -4,10 +4,14 @@ Rows are the bundled networks (``examples/*.crn``), columns the machines (``edge
 ``cloud``, ``mbs``, ``gpu11`` and ``examples/machines/mesh2x2.crn``) times three modes:
 
 * ``inf1`` / ``inf8``: inference at batch 1 / 8,
-  ``segment{mode=inference batch=B},map,codegen,alloc``;
+  ``segment{mode=inference batch=B sram-account=true},map,codegen,alloc`` (attention
+  stays one layer);
 * ``train``: the training step at the example's batch (``bench/lowering.py``'s pipeline:
   ``lower-to-tile`` for an example with a ``train`` section, else a cross-entropy loss
   attached by ``autodiff`` first).
+
+``segment`` runs with its SRAM account, as ``lower-to-tile`` runs it, so every cell times a
+plan that allocates (without it, ``segment`` may choose a plan ``alloc`` then refuses).
 
 Each cell is what a user runs, in subprocesses: ``crane-opt examples/NET.crn --machine M
 -p PIPELINE -o cell.tile.mlir``, then ``crane-sim cell.tile.mlir --timing``, which prints
@@ -43,7 +47,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from lowering import EXAMPLES, MACHINES, ROOT, first_error, machine_arg, networks, trains  # noqa: E402
+from lowering import EXAMPLES, MACHINES, ROOT, first_error, machine_arg, networks  # noqa: E402
+from lowering import pipeline as lowering_pipeline  # noqa: E402
 
 TARGET_PERCENT = 10.0
 MEAN_TARGET_PERCENT = 5.0
@@ -105,11 +110,11 @@ class Cell:
 
 
 def pipeline(network: str, mode: str) -> str:
+    """Inference at the mode's batch, ``segment`` with its SRAM account as ``lower-to-tile``
+    runs it; the training step as ``bench/lowering.py`` lowers it."""
     if mode.startswith("inf"):
-        return f"segment{{mode=inference batch={mode[3:]}}},map,codegen,alloc"
-    if trains(network):
-        return "lower-to-tile"
-    return "autodiff{attach-loss=cross_entropy},segment,map,codegen,alloc"
+        return f"segment{{mode=inference batch={mode[3:]} sram-account=true}},map,codegen,alloc"
+    return lowering_pipeline(network, "training")
 
 
 def run(command: list[str], timeout: float) -> tuple[int | None, str, float]:
