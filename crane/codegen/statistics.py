@@ -34,7 +34,7 @@ from crane.codegen.boxes import (
     volume,
     with_axis,
 )
-from crane.codegen.context import Piece
+from crane.codegen.context import Context, Piece
 from crane.codegen.fetch import Fetcher
 from crane.codegen.program import Buffer, Compute
 from crane.codegen.rules import running_statistics, shape_of
@@ -61,8 +61,19 @@ def _attrs(op: Operation, x: Value) -> dict[str, Attribute]:
             "eps": eps if isinstance(eps, FloatAttr) else FloatAttr(1e-5)}
 
 
+Moments = list[tuple[Buffer, Buffer]]
+"""Per box: the batch's per-channel sum and sum of squared deviations, on the box's tile."""
+
+
 class Statistics(Fetcher):
     """Batchnorm over the boxes the tiles hold (see the module docstring)."""
+
+    def __init__(self, rows: int, cols: int, ctx: Context) -> None:
+        super().__init__(rows, cols, ctx)
+        self.moments: dict[tuple[Value, int, tuple[tuple[Box, int], ...]], Moments] = {}
+        """The moments made in a phase, by input, phase and (box, tile) of each box: a
+        gradient in the phase that ran its batchnorm again (a refresh) reads the same
+        boxes of the same input, and takes them instead of two more rounds."""
 
     def totals(self, step: str, held: Sequence[Held], value: Value, attrs: Mapping[str, Attribute],
                outputs: int = 1) -> list[tuple[Buffer, ...]]:
@@ -92,14 +103,21 @@ class Statistics(Fetcher):
             by_tile.setdefault(buffer.tile, []).append(buffer)
         return self.chip.reduce([self.chip.reduce(group, value) for group in by_tile.values()], value)
 
-    def _moments(self, op: Operation, xs: Sequence[Held], x: Value) -> list[tuple[Buffer, Buffer]]:
-        """Per box: the batch's per-channel sum and sum of squared deviations."""
+    def _moments(self, op: Operation, xs: Sequence[Held], x: Value) -> Moments:
+        """Per box: the batch's per-channel sum and sum of squared deviations (made once
+        per phase for one set of boxes of ``x``)."""
+        key = (x, self.phase, tuple((box, ins[0].tile) for box, ins in xs))
+        known = self.moments.get(key)
+        if known is not None:
+            return known
         attrs = _attrs(op, x)
         sums = self.totals("batchnorm_sum", xs, x, attrs)
         deviations = self.totals("batchnorm_sqdev", [(box, (ins[0], s[0]))
                                                      for (box, ins), s in zip(xs, sums, strict=True)],
                                  x, attrs)
-        return [(s[0], q[0]) for s, q in zip(sums, deviations, strict=True)]
+        made = [(s[0], q[0]) for s, q in zip(sums, deviations, strict=True)]
+        self.moments[key] = made
+        return made
 
     def _channels(self, weight: Value, box: Box, tile: int, port: int) -> Buffer:
         return self.get(weight, (box[1],), tile, port)

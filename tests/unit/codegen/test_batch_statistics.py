@@ -76,3 +76,29 @@ def _elements(shape: tuple[int, ...]) -> int:
     for d in shape:
         count *= d
     return count
+
+
+def _rounds_per_phase(module: TileModule) -> list[tuple[str, int, int]]:
+    """(label, batchnorm_sum, batchnorm_grad_sums) instructions of every tile's phases."""
+    found = []
+    for program in module.programs:
+        sums = grads = 0
+        for ins in program.body:
+            if isinstance(ins, Barrier):
+                found.append((ins.label, sums, grads))
+                sums = grads = 0
+            elif isinstance(ins, Compute):
+                sums += ins.op == "batchnorm_sum"
+                grads += ins.op == "batchnorm_grad_sums"
+    return found
+
+
+def test_a_refreshed_batchnorm_and_its_gradient_share_one_round_of_moments() -> None:
+    """A backward phase that runs its layer's forward ops again (``+refresh``) made the
+    batch's moments for the batchnorm, then again for its gradient, from the same boxes."""
+    _, func, schedule, machine = prepared("tiny_resnet", 1, 1, True)
+    phases = [p for p in _rounds_per_phase(lower_func(func, schedule, machine)) if p[2]]
+    assert any(label.endswith("+refresh") for label, _, _ in phases)
+    assert all(sums == grads for _, sums, grads in phases), phases
+    split = [p for p in _rounds_per_phase(lowered()) if p[2]]
+    assert sum(sums for _, sums, _ in split) < 2 * sum(grads for _, _, grads in split)
