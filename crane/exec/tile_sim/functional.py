@@ -45,6 +45,7 @@ from crane.dialects.tile import (
 )
 from crane.exec.evaluate import EvalError, evaluate
 from crane.exec.interpreter import init_weight, random_input
+from crane.exec.tile_sim.liveness import accesses, last_uses
 from crane.exec.tile_sim.memory import (
     Array,
     SimulationError,
@@ -439,33 +440,10 @@ def _tiles(module: Operation, capacity: int) -> dict[int, _Tile]:
     return tiles
 
 
-def last_uses(ops: list[Operation]) -> dict[int, list[Value]]:
-    """Index of an instruction -> the buffers it is the last of ``ops`` to define or use."""
-    last: dict[Value, int] = {}
-    for index, op in enumerate(ops):
-        for value in (*op.operands, *op.results):
-            if isinstance(value.type, BufferType):
-                last[value] = index
-    dead: dict[int, list[Value]] = {}
-    for value, index in last.items():
-        dead.setdefault(index, []).append(value)
-    return dead
-
-
 def scratch_tensors(module: Operation) -> frozenset[str]:
     """The DRAM tensors that are neither inputs, weights, state nor outputs."""
     return frozenset(t.tensor_name for t in module_ops(module)
                      if isinstance(t, DramOp) and t.role in ("activation", "gradient"))
-
-
-def accesses(tiles: Mapping[int, _Tile], names: frozenset[str]) -> dict[str, int]:
-    """How many loads and stores name each of ``names`` (every instruction runs once)."""
-    count = dict.fromkeys(names, 0)
-    for state in tiles.values():
-        for op in state.ops:
-            if isinstance(op, LoadOp | StoreOp) and op.tensor in count:
-                count[op.tensor] += 1
-    return count
 
 
 def simulate(module: Operation, inputs: Mapping[str, Array] | None = None,
@@ -488,7 +466,7 @@ def simulate(module: Operation, inputs: Mapping[str, Array] | None = None,
     func = graph_func(module)
     training = func is not None and is_training_step(func)
     dram = initial_dram(module, inputs, weights, seed)
-    left = accesses(tiles, release & scratch_tensors(module))
+    left = accesses((state.ops for state in tiles.values()), release & scratch_tensors(module))
     for unused in [name for name, n in left.items() if n == 0]:
         del left[unused], dram[unused]
     run = _Run(dram, tiles, seed, training, accesses_left=left)

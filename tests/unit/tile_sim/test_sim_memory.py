@@ -9,7 +9,8 @@ import pytest
 from tile_sim_testing import ROOT, crn_func, lower_whole_ops
 
 from crane.dialects import default_context
-from crane.exec.tile_sim.functional import _Run, last_uses, scratch_tensors, simulate
+from crane.exec.tile_sim.functional import _Run, scratch_tensors, simulate
+from crane.exec.tile_sim.liveness import last_uses
 from crane.exec.tile_sim.memory import Sram
 from crane.ir.core import Operation
 from crane.ir.lexer import TokenStream, tokenize
