@@ -37,7 +37,9 @@ from crane.ir.attributes import Attribute
 from crane.ir.core import Operation, Value
 
 SMALL_REDUCTION = 4096
-"""Bytes below which partial sums are added on one tile rather than reduce-scattered."""
+"""Bytes of the other tiles' partial sums (all of them) below which they are added on one
+tile rather than reduce-scattered: a gather lands every partial on one tile's links and
+vector unit, a reduce-scatter spreads both over the tiles."""
 
 
 @dataclass
@@ -209,12 +211,13 @@ class TrainingEmitter(Statistics):
         return phase is not None and owner is not None and here.get(owner) == phase
 
     def _reduce(self, value: Value, buffers: Sequence[tuple[Box, Buffer]]) -> list[tuple[Box, Buffer]]:
-        """Partial sums of one box, one per tile, added: on the first tile when small, else
-        one slab per tile (each tile receives its slab of every other partial)."""
+        """Partial sums of one box, one per tile, added: on the first tile when the others'
+        partials are small together, else one slab per tile (each tile receives its slab of
+        every other partial)."""
         box = buffers[0][0]
         if len(buffers) == 1:
             return list(buffers)
-        if self.ctx.elem_bytes * volume(box) <= SMALL_REDUCTION:
+        if gathered(self.ctx.elem_bytes * volume(box), len(buffers)):
             return [(box, self.chip.reduce([b for _, b in buffers], value))]
         axis = max(range(len(box)), key=lambda a: box[a][1] - box[a][0])
         spans = split_span(*box[axis], len(buffers))
@@ -226,6 +229,12 @@ class TrainingEmitter(Statistics):
             self.chip.emit(owner.tile, Compute("accumulate", (total,), tuple(parts)))
             found.append((slab, total))
         return found
+
+
+def gathered(box_bytes: int, partials: int) -> bool:
+    """Whether ``partials`` partial sums of ``box_bytes`` each are added on one tile (the
+    others' partials together at most ``SMALL_REDUCTION`` bytes) rather than reduce-scattered."""
+    return box_bytes * (partials - 1) <= SMALL_REDUCTION
 
 
 def _present(ins: Sequence[Buffer | None]) -> tuple[Buffer, ...]:

@@ -9,10 +9,12 @@ such as the attention key bias whose exact gradient is zero, against float64).
 
 from __future__ import annotations
 
+import math
 from functools import cache
 
 import pytest
 
+from crane.codegen.emit_training import SMALL_REDUCTION, gathered
 from crane.codegen.lower import lower_func
 from crane.codegen.program import Compute, Recv, TileModule
 from crane.codegen.to_ir import tile_ops
@@ -67,6 +69,24 @@ def test_training_reduces_batch_split_weight_gradients() -> None:
              if isinstance(i, Compute) and i.op == "conv2d_grad_weight"]
     assert len(grads) > 6  # six convolutions, at least one split over several tiles
     assert len(sums) >= 1 and all(len(s.ins) > 1 for s in sums)
+
+
+def test_partial_sums_are_gathered_on_one_tile_only_when_small_together() -> None:
+    assert gathered(SMALL_REDUCTION // 3, 4)
+    assert gathered(1024, 2)
+    # Sixteen 4 KiB partials landed 60 KiB on one tile's links and vector unit.
+    assert not gathered(4096, 16)
+
+
+def test_no_reduction_lands_every_partial_on_one_tile() -> None:
+    _, made = lowered("tiny_transformer", 4, True)
+    received = [sum(math.prod(b.shape) for b in i.ins) - math.prod(i.outs[0].shape)
+                for p in made.programs for i in p.body
+                if isinstance(i, Compute) and i.op == "accumulate"]
+    assert received
+    # Gathering every tile's partial weight gradient on one tile received 61,440 elements
+    # there; spread over the tiles, no accumulate adds more than 3,840 elements received.
+    assert max(received) <= 4 * SMALL_REDUCTION
 
 
 def test_fused_columns_pass_data_over_the_noc() -> None:
