@@ -8,7 +8,7 @@ the builder was told (``elem_bytes``). Training work (dX and dW) is carried per 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 GEMM_KINDS = frozenset({"conv", "matmul", "fc", "attention"})
@@ -63,6 +63,11 @@ class LayerWork:
     """Bytes read per sample from outside the network (the network input in DRAM)."""
     backward_macs: int = 0
     backward_vector_ops: int = 0
+    refreshes: bool = False
+    """Back-propagating from the saved output runs the layer's forward work again first: a
+    GEMM with elementwise ops or a norm merged after it saves only its output (the model
+    keeps one tensor per layer), so its backward recomputes the internals its gradients
+    read (codegen's ``refresh``). See :meth:`from_saved_output`."""
     _hash: int = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -70,7 +75,7 @@ class LayerWork:
         object.__setattr__(self, "_hash", hash((
             self.name, self.kind, self.macs, self.vector_ops, self.weight_bytes,
             self.output_bytes, self.dims, self.inputs, self.external_input_bytes,
-            self.backward_macs, self.backward_vector_ops)))
+            self.backward_macs, self.backward_vector_ops, self.refreshes)))
 
     def __hash__(self) -> int:
         return self._hash
@@ -78,6 +83,17 @@ class LayerWork:
     @property
     def predecessors(self) -> tuple[str, ...]:
         return tuple(name for name, _ in self.inputs)
+
+    def from_saved_output(self) -> LayerWork:
+        """The layer as a backward phase from its saved output runs it: a layer that
+        ``refreshes`` does its forward work (MACs and vector operations) again besides dX
+        and dW. A phase that recomputes the block first (BW2) reads the recomputed
+        internals instead and uses the layer as it is."""
+        if not self.refreshes:
+            return self
+        return replace(self, backward_macs=self.backward_macs + self.macs,
+                       backward_vector_ops=self.backward_vector_ops + self.vector_ops,
+                       refreshes=False)
 
     @property
     def input_bytes(self) -> int:
@@ -97,19 +113,20 @@ class LayerWork:
         dims: Dims,
         inputs: Iterable[tuple[str, int]] = (),
         external_input_bytes: int = 0,
+        refreshes: bool = False,
     ) -> LayerWork:
         """A layer whose backward work follows the usual rule: dX + dW for GEMM-like kinds
         (twice the forward MACs), and twice the forward vector work for every kind (the
         gradient of an activation, a norm or a bias reads the saved values and the output
         gradient: relu 2 operations per element against 1, a batchnorm over the batch 10
-        against 5, as the training rules run them)."""
+        against 5, as the training rules run them). ``refreshes``: see the field."""
         gemm = kind in GEMM_KINDS
         return cls(
             name=name, kind=kind, macs=macs, vector_ops=vector_ops, weight_bytes=weight_bytes,
             output_bytes=output_bytes, dims=dims, inputs=tuple(inputs),
             external_input_bytes=external_input_bytes,
             backward_macs=2 * macs if gemm else 0,
-            backward_vector_ops=2 * vector_ops,
+            backward_vector_ops=2 * vector_ops, refreshes=refreshes,
         )
 
 
@@ -120,10 +137,14 @@ class Workload:
     name: str
     layers: tuple[LayerWork, ...]
     elem_bytes: int = 1
+    optimizer_vector_ops: int = 0
+    """Vector operations of one optimizer step over every weight (a training step's
+    updates; 0 when the function trains nothing)."""
     _index: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def of(cls, name: str, layers: Iterable[LayerWork], elem_bytes: int = 1) -> Workload:
+    def of(cls, name: str, layers: Iterable[LayerWork], elem_bytes: int = 1,
+           optimizer_vector_ops: int = 0) -> Workload:
         """Validate and build: unique names, predecessors defined before use."""
         ordered = tuple(layers)
         index: dict[str, int] = {}
@@ -134,7 +155,8 @@ class Workload:
             if missing:
                 raise ValueError(f"layer {layer.name!r} reads undefined {missing}")
             index[layer.name] = pos
-        return cls(name=name, layers=ordered, elem_bytes=elem_bytes, _index=index)
+        return cls(name=name, layers=ordered, elem_bytes=elem_bytes,
+                   optimizer_vector_ops=optimizer_vector_ops, _index=index)
 
     def __len__(self) -> int:
         return len(self.layers)

@@ -84,8 +84,11 @@ class Block:
                    in_from_sram, out_to_sram)
 
 
-def gradient_block(forward: Block) -> Block:
+def gradient_block(forward: Block, from_saved: bool = False) -> Block:
     """The backward pass of a block: layers in reverse order, gradients flowing backwards.
+
+    ``from_saved``: the pass starts from the activations saved in forward (BW1), so a layer
+    that refreshes does its forward work again (``LayerWork.from_saved_output``).
 
     Column c of the result back-propagates forward column n-1-c. It reads the output
     gradient (from consumers outside the block or from the columns it fed) and its saved or
@@ -95,7 +98,8 @@ def gradient_block(forward: Block) -> Block:
     n = forward.n
     flip = [n - 1 - j for j in range(n)]
     edges = tuple(Edge(flip[e.dst], flip[e.src], e.bytes) for e in forward.edges)
-    layers = tuple(reversed(forward.layers))
+    layers = tuple(layer.from_saved_output() if from_saved else layer
+                   for layer in reversed(forward.layers))
     ext_in = tuple(forward.external_out[j] + forward.layers[j].input_bytes for j in reversed(range(n)))
     ext_out = tuple(forward.external_in[j] for j in reversed(range(n)))
     return Block(f"grad({forward.name})", layers, edges, ext_in, ext_out, backward=True)

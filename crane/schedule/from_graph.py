@@ -16,9 +16,12 @@ One ``LayerWork`` per compute op, per sample, at the machine's element width:
   ``dropout`` are transparent: edges run through them to the layers behind; ``graph.weight``
   values count as weight bytes of the layer reading them; ``embedding`` is a gather from
   DRAM, so its result counts as network input (its table is not loaded on chip);
-* losses are training-only and are left out, and so are the ops of a training step
-  (gradients, accumulations, optimizer state and updates): the workload of a trained
-  function is its forward pass.
+* a loss merges into the layer making its input, as codegen runs it (a loss left without
+  one is left out); the ops of a training step (gradients, accumulations, optimizer state
+  and updates) are left out: the workload of a trained function is its forward pass, plus
+  the updates' vector work (``Workload.optimizer_vector_ops``). A GEMM layer with ops merged after it ``refreshes``: its
+  backward from a saved output runs its forward work again (``LayerWork.refreshes``), as
+  codegen's training ops do.
 
 Which of these a kind is, it declares beside its definition (``LayerKind.work``,
 :class:`crane.dialects.layers.definition.Work`); the layer label is the ``Work`` value.
@@ -80,13 +83,18 @@ class _Layer:
     output_bytes: int
     dims: Dims
     inputs: Flow = field(default_factory=dict)
+    gemm: bool = False
+    """Made by a conv2d, linear or matmul op (codegen refreshes those, not attention)."""
+    merged: bool = False
+    """Elementwise ops or norms were merged after the op that made it."""
 
     def freeze(self) -> LayerWork:
         named = tuple((p, b) for p, b in self.inputs.items() if p is not None)
         return LayerWork.make(
             self.name, self.kind, macs=self.macs, vector_ops=self.vector_ops,
             weight_bytes=self.weight_bytes, output_bytes=self.output_bytes, dims=self.dims,
-            inputs=named, external_input_bytes=self.inputs.get(None, 0))
+            inputs=named, external_input_bytes=self.inputs.get(None, 0),
+            refreshes=self.gemm and self.merged)
 
 
 def layer_flops(op: LayerOp) -> int:
@@ -135,6 +143,7 @@ class WorkloadBuilder:
         self.weights: dict[Value, int] = {}
         self.owner: dict[Value, _Layer] = {}
         self.names: set[str] = set()
+        self.optimizer_ops = 0
 
     def sample_bytes(self, value: Value) -> int:
         return numel(_shape(value)) // self.batch * self.elem_bytes
@@ -168,6 +177,8 @@ class WorkloadBuilder:
         self.flows[result] = {layer.name: layer.output_bytes}
 
     def visit(self, op: Operation) -> None:
+        if isinstance(op, UpdateOp):
+            self.optimizer_ops += op.accounting()["optimizer_flops"]
         if isinstance(op, TRAINING_OPS):
             return
         if isinstance(op, WeightOp):
@@ -177,8 +188,13 @@ class WorkloadBuilder:
             if op.name != "graph.return":
                 raise ValueError(f"'{op.name}' is not an inference graph op")
             return
+        self.visit_layer(op)
+
+    def visit_layer(self, op: LayerOp) -> None:
         work = op.kind.work
         if work is Work.LOSS:
+            if self.mergeable(op):  # codegen runs the loss with the layer making its input
+                self.merge_unary(op)
             return
         if work is Work.TRANSPARENT:
             self.transparent(op)
@@ -213,6 +229,7 @@ class WorkloadBuilder:
         layer.vector_ops += self.per_sample(layer_flops(op))
         layer.weight_bytes += self.read(op.weights)[1]
         layer.output_bytes = self.sample_bytes(op.results[0])
+        layer.merged = True
         self.owner[op.results[0]] = layer
         self.flows[op.results[0]] = {layer.name: layer.output_bytes}
 
@@ -225,7 +242,8 @@ class WorkloadBuilder:
         dims = self.gemm_dims(op, work, out) if work in GEMM_WORK else _vector_dims(out)
         name = self.unique(op.results[0], op.kind.name)
         self.add(_Layer(name, work.value, macs, vector, weight_bytes,
-                        self.sample_bytes(op.results[0]), dims, flow), op.results[0])
+                        self.sample_bytes(op.results[0]), dims, flow, gemm=work in GEMM_WORK),
+                 op.results[0])
 
     def gemm_dims(self, op: LayerOp, work: Work, out: tuple[int, ...]) -> Dims:
         first = _shape(op.inputs[0])
@@ -279,4 +297,5 @@ def workload_of(func: Operation, elem_bytes: int = 1) -> Workload:
         builder.visit(op)
     name = func.attributes.get("sym_name")
     label = name.value if isinstance(name, StringAttr) else "network"
-    return Workload.of(label, [layer.freeze() for layer in builder.layers], elem_bytes)
+    return Workload.of(label, [layer.freeze() for layer in builder.layers], elem_bytes,
+                       builder.optimizer_ops)

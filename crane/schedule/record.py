@@ -29,18 +29,19 @@ GRAD_SUFFIX = ".grad"
 IDLE_PARTITION = (1, 1, 1, 1)
 
 
-def block_of(workload: Workload | None, layers: Sequence[str]) -> Block | None:
+def block_of(workload: Workload | None, layers: Sequence[str],
+             from_saved: bool = False) -> Block | None:
     """The scheduler's block of these layers (contiguous in the workload), or None.
 
     Columns all named ``<layer>.grad`` (a training schedule's back-propagation blocks) are
     the gradient block of those forward layers, in reverse order
-    (``crane.schedule.block.gradient_block``).
+    (``crane.schedule.block.gradient_block``; ``from_saved`` for a BW1 block).
     """
     if workload is None or not layers:
         return None
     if all(n.endswith(GRAD_SUFFIX) for n in layers):
         forward = block_of(workload, [n[: -len(GRAD_SUFFIX)] for n in reversed(layers)])
-        return gradient_block(forward) if forward is not None else None
+        return gradient_block(forward, from_saved) if forward is not None else None
     try:
         start = workload.position(layers[0])
     except KeyError:
@@ -90,7 +91,7 @@ def plan_facts(plan: Plan, machine: Machine) -> PlanFacts:
 def plan_of(op: BlockOp, workload: Workload | None) -> Plan | None:
     """The plan a recorded block stands for; None when it records no facts or its layers
     are not a block of ``workload``."""
-    facts, base = op.plan_facts(), block_of(workload, op.layer_names)
+    facts, base = op.plan_facts(), block_of(workload, op.layer_names, op.phase == "bw1")
     if facts is None or base is None:
         return None
     block = replace(base, in_from_sram=facts.boundary[0], out_to_sram=facts.boundary[1])

@@ -157,7 +157,7 @@ def plan_block(choice: BlockChoice, batch: int, retained: int, machine: Machine,
     # An input taken from SRAM was never written to DRAM: the checkpoint is written now.
     written = checkpoint if plan.block.in_from_sram else 0.0
     forward = _with_saves(choice.cost, plan.block, kept, machine, written)
-    bw1 = _best(solver, grad, kept, machine, objective)
+    bw1 = _best(solver, gradient_block(plan.block, from_saved=True), kept, machine, objective)
     bw2 = _best(solver, grad, dropped, machine, objective)
     activations = sum(layer.output_bytes for layer in plan.block.layers) * kept
     phases = _phase("bw1", bw1) + _phase("bw2", recompute, True) + _phase("bw2", bw2)
@@ -166,10 +166,14 @@ def plan_block(choice: BlockChoice, batch: int, retained: int, machine: Machine,
 
 
 def optimizer_step(workload: Workload, machine: Machine) -> BlockCost:
-    """Read weights, gradients and moments, write weights and moments once per step."""
+    """Read weights, gradients and moments, write weights and moments once per step, and
+    run the updates' vector work spread over every tile (the longer of the two)."""
     nbytes = workload.total_weight_bytes * (OPTIMIZER_COPIES + 3)
     t = Traffic(dram_bytes=nbytes)
-    return BlockCost(dram_cycles(nbytes, machine), traffic_energy(t, machine), t, 0.0, 0.0,
+    ops = workload.optimizer_vector_ops
+    compute = ops / (machine.vector_lanes * machine.tiles)
+    energy = traffic_energy(t, machine) + ops * machine.vector_op_pj
+    return BlockCost(max(dram_cycles(nbytes, machine), compute), energy, t, compute, 0.0,
                      0.0, True)
 
 

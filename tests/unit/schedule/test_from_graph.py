@@ -9,8 +9,13 @@ import pytest
 
 from crane.dialects import default_context
 from crane.dialects.graph_batch import graph_batch
+from crane.dialects.graph_grad import UpdateOp
 from crane.ir.core import Operation
+from crane.ir.diagnostics import DiagnosticEngine
+from crane.passes.autodiff import Autodiff
+from crane.passes.context import PassContext
 from crane.passes.generic.op_stats import collect_op_stats
+from crane.schedule.block import Block, gradient_block
 from crane.schedule.from_graph import workload_of
 from crane.tools.inputs import translate
 
@@ -82,3 +87,41 @@ def test_attention_splits_into_projections_and_core() -> None:
 def test_rejects_non_graph_ops() -> None:
     with pytest.raises(ValueError, match="graph.func"):
         workload_of(_module("tiny_resnet"))
+
+
+def _trained(name: str) -> Operation:
+    """The example's training step (``autodiff`` with its ``train`` section)."""
+    path = EXAMPLES / f"{name}.crn"
+    module = translate("crn", path.read_text(), str(path), default_context())
+    ctx = PassContext(default_context(), DiagnosticEngine())
+    func = next(op for op in module.walk() if op.name == "graph.func")
+    Autodiff().run(func, ctx)
+    assert not ctx.diagnostics.error_count, ctx.diagnostics.render_all()
+    return func
+
+
+def test_a_gemm_with_ops_merged_after_it_refreshes_from_its_saved_output() -> None:
+    work = workload_of(_func("resnet50"))
+    stem, logits = work.layers[0], work.layer("logits")
+    assert stem.kind == "conv" and stem.refreshes and not logits.refreshes
+    assert not any(layer.refreshes for layer in work.layers if layer.kind not in ("conv", "fc"))
+    again = stem.from_saved_output()
+    assert again.backward_macs == stem.backward_macs + stem.macs
+    assert again.backward_vector_ops == stem.backward_vector_ops + stem.vector_ops
+    assert logits.from_saved_output() is logits
+    block = Block.of(work, 0, 2)
+    assert gradient_block(block, from_saved=True).layers[-1] == again
+    assert gradient_block(block).layers[-1] == stem
+
+
+@pytest.mark.parametrize("name", ["tiny_resnet", "tiny_transformer"])
+def test_a_training_step_counts_its_loss_and_its_optimizer_updates(name: str) -> None:
+    trained, inference = workload_of(_trained(name)), workload_of(_func(name))
+    assert [layer.name for layer in trained.layers] == [layer.name for layer in inference.layers]
+    updates = [op for op in _trained(name).walk() if isinstance(op, UpdateOp)]
+    assert trained.optimizer_vector_ops == sum(
+        op.flops_per_element * op.operands[0].type.num_elements for op in updates) > 0
+    assert inference.optimizer_vector_ops == 0
+    # The loss runs with the layer making the logits (codegen's ownership of it).
+    last, before = trained.layers[-1], inference.layers[-1]
+    assert last.vector_ops > before.vector_ops and last.refreshes

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from crane.hardware.machine import Machine
 from crane.schedule.block import Block, gradient_block
 from crane.schedule.builders import chain, transformer_block
 from crane.schedule.objective import Objective
 from crane.schedule.policies import PatternSolver, schedule
 from crane.schedule.search import BlockCache, BlockChoice
-from crane.schedule.training import TrainingSchedule, plan_block, train
+from crane.schedule.training import TrainingSchedule, optimizer_step, plan_block, train
 
 CLOUD = Machine.edge().with_changes(dram_capacity_bytes=10**12)
 OBJ = Objective()
@@ -86,3 +88,15 @@ def test_a_dropped_block_fed_from_sram_writes_its_checkpoint() -> None:
     # Keeping every sub-batch needs no checkpoint.
     assert from_sram[2].traffic.dram_bytes == from_sram[0].traffic.dram_bytes + sum(
         layer.output_bytes for layer in Block.of(chain(2), 0, 2).layers) * 4
+
+
+def test_the_optimizer_step_runs_its_updates_on_every_tile() -> None:
+    net = chain(3)
+    machine = Machine.edge()
+    moved = optimizer_step(net, machine)
+    ops = 4 * machine.vector_lanes * machine.tiles * int(moved.latency_cycles + 1)
+    updating = optimizer_step(replace(net, optimizer_vector_ops=ops), machine)
+    assert moved.compute_cycles == 0
+    assert updating.compute_cycles == ops / (machine.vector_lanes * machine.tiles)
+    assert updating.latency_cycles == updating.compute_cycles > moved.latency_cycles
+    assert updating.energy_pj == moved.energy_pj + ops * machine.vector_op_pj
