@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from crane.cost.placement import Mesh, TileRun, dram_hops
+from crane.cost.placement import Mesh, TileRun, dram_hops, mean_hops
 from crane.cost.traffic import Traffic, traffic_energy
 from crane.cost.utilisation import Partition, best_partition, preferred_partition
 from crane.cost.workload import GEMM_KINDS, LayerWork
@@ -95,18 +95,26 @@ def layer_cost(layer: LayerWork, batch: int, region: TileRun, machine: Machine,
                backward: bool = False) -> WorkCost:
     """Cost of ``batch`` samples of ``layer`` (forward, or dX+dW when ``backward``)."""
     core = _region_free_cost(layer, batch, region.count, machine, backward)
-    hops = dram_hops(Mesh.of(machine), region)
+    mesh = Mesh.of(machine)
+    hops = dram_hops(mesh, region)
     # Each distinct weight slice comes from DRAM once and is forwarded to the other tiles
     # reading it, along a tree of neighbouring tiles.
     weight_load = Traffic.dram_read(layer.weight_bytes, hops) + core.forwarded_weights
-    return WorkCost(core.cycles, core.energy_pj, core.operand_traffic, core.partition,
-                    core.weights_resident, weight_load)
+    operands, energy = core.operand_traffic, core.energy_pj
+    reduced = reduced_gradient_bytes(layer, core.partition) if backward else 0
+    if reduced:  # the partials cross the region between its tiles
+        apart = mean_hops(mesh, region, region)
+        sums = Traffic.on_chip(reduced, apart, apart / max(1, region.count))
+        operands, energy = operands + sums, energy + traffic_energy(sums, machine)
+    return WorkCost(core.cycles, energy, operands, core.partition, core.weights_resident,
+                    weight_load)
 
 
 @dataclass(frozen=True, slots=True)
 class _RegionFreeCost:
     """What ``layer_cost`` computes from the region's size alone: everything but the
-    DRAM read of the weights, whose hops depend on where the region sits."""
+    DRAM read of the weights and the backward's sums of partial weight gradients, whose
+    hops depend on where the region sits."""
 
     cycles: float
     energy_pj: float
@@ -125,7 +133,10 @@ def _region_free_cost(layer: LayerWork, batch: int, tiles: int, machine: Machine
     dims = layer.dims
     part = preferred_partition((batch, dims.k, dims.h, dims.w), tiles, (dims.c, dims.r, dims.s))
     macs = (layer.backward_macs if backward else layer.macs) * batch
-    vec = (layer.backward_vector_ops if backward else layer.vector_ops) * batch
+    # Backward adds the partial weight gradients up: one vector add per element of each.
+    reduced = reduced_gradient_bytes(layer, part) if backward else 0
+    vec = (layer.backward_vector_ops if backward else layer.vector_ops) * batch \
+        + reduced / machine.data_bytes
     cycles = _compute_cycles(macs, vec, part, machine)
     # Backward reads the saved activation and the output gradient, and writes the input
     # gradient: about twice the forward operand volume.
@@ -152,6 +163,14 @@ def _region_free_cost(layer: LayerWork, batch: int, tiles: int, machine: Machine
               + traffic_energy(operands, machine))
     return _RegionFreeCost(cycles, energy, operands, part,
                            weights_fit(layer.weight_bytes, part, machine), forwarded)
+
+
+def reduced_gradient_bytes(layer: LayerWork, part: Partition) -> int:
+    """Bytes of partial weight gradients added over the NoC in backward: every tile sharing
+    a weight slice (a split of the batch or the image) makes a partial gradient of it, and
+    all but one travel to be added, one vector add per element (codegen's reduce-scatter,
+    ``crane.codegen.emit_training``)."""
+    return layer.weight_bytes * max(0, part.weight_copies - 1)
 
 
 def stream_steps(layer: LayerWork, batch: int, part: Partition, sram_bytes: int) -> int:

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crane.cost.bounds import compulsory_dram_bytes, lower_bounds
-from crane.cost.layer import layer_cost
+from crane.cost.layer import layer_cost, reduced_gradient_bytes
 from crane.cost.placement import Mesh, TileRun, dram_hops, mean_hops, split_regions
 from crane.cost.traffic import Traffic, dram_cycles, overlapped_latency, traffic_energy
 from crane.cost.utilisation import (
@@ -123,6 +123,20 @@ def test_layer_cost_scales_and_resides() -> None:
     assert one.weights_resident
     back = layer_cost(layer, 1, TileRun(0, 16), EDGE, backward=True)
     assert back.cycles >= 1.9 * one.cycles
+
+
+def test_backward_adds_the_partial_weight_gradients_of_a_shared_slice_over_the_noc() -> None:
+    layer = chain(1).layers[0]
+    region = TileRun(0, 16)
+    back = layer_cost(layer, 16, region, EDGE, backward=True)
+    sharing = back.partition.weight_copies
+    assert sharing > 1  # sixteen samples on sixteen tiles: the slices are shared
+    reduced = reduced_gradient_bytes(layer, back.partition)
+    assert reduced == layer.weight_bytes * (sharing - 1)
+    moved = reduced * mean_hops(Mesh.of(EDGE), region, region)
+    assert moved > 0 and back.operand_traffic.noc_byte_hops >= moved
+    alone = layer_cost(layer, 1, TileRun(0, 1), EDGE, backward=True)
+    assert reduced_gradient_bytes(layer, alone.partition) == 0
 
 
 def test_big_weights_are_restreamed() -> None:
