@@ -23,6 +23,7 @@ from crane.cost.layer import (
     _compute_cycles,
     input_readers,
     min_tiles,
+    reduced_gradient_bytes,
     stream_steps,
     weight_spread_cycles,
     weights_fit,
@@ -83,7 +84,9 @@ def layer_cost(layer: LayerWork, batch: int, region: TileRun, machine: Machine,
     part = preferred_partition((batch, dims.k, dims.h, dims.w), region.count,
                                (dims.c, dims.r, dims.s))
     macs = (layer.backward_macs if backward else layer.macs) * batch
-    vec = (layer.backward_vector_ops if backward else layer.vector_ops) * batch
+    reduced = reduced_gradient_bytes(layer, part) if backward else 0
+    vec = (layer.backward_vector_ops if backward else layer.vector_ops) * batch \
+        + reduced / machine.data_bytes
     cycles = _compute_cycles(macs, vec, part, machine)
     volume = 2 if backward else 1
     readers = input_readers(layer, part)
@@ -102,6 +105,10 @@ def layer_cost(layer: LayerWork, batch: int, region: TileRun, machine: Machine,
         layer.weight_bytes * max(0, part.weight_copies - 1), REPLICA_HOPS, REPLICA_HOPS * spread)
     energy = (macs * machine.mac_pj / part.utilisation + vec * machine.vector_op_pj
               + traffic_energy(operands, machine))
+    if reduced:
+        apart = mean_hops(Mesh.of(machine), region, region)
+        sums = Traffic.on_chip(reduced, apart, apart / max(1, region.count))
+        operands, energy = operands + sums, energy + traffic_energy(sums, machine)
     return WorkCost(cycles, energy, operands, part,
                     weights_fit(layer.weight_bytes, part, machine), weight_load)
 
