@@ -120,6 +120,9 @@ class TimingReport:
     barriers: tuple[tuple[str, float], ...] = ()
     """(label, release cycle) of every barrier group, in release order (codegen labels
     each phase's closing barrier with its block and state)."""
+    barrier_energy: tuple[float, ...] = ()
+    """Per entry of ``barriers``: the energy of the instructions the group closes (each of
+    its tiles' instructions since that tile's previous barrier)."""
 
     @property
     def compute_floor_cycles(self) -> float:
@@ -205,6 +208,8 @@ class _Simulator:
         self.trace = TraceBuilder(machine.frequency_hz) if config.trace else None
         self.work: set[int] = set(self.tiles)
         self.released: list[tuple[str, float]] = []
+        self.closing = closed_energy(programs)
+        self.released_energy: list[float] = []
 
     # ----- the loop
 
@@ -316,6 +321,7 @@ class _Simulator:
         del self.arrived[ins.match]
         if isinstance(ins.op, BarrierOp):
             self.released.append((ins.op.label, self.now))
+            self.released_energy.append(self.closing.get(ins.match, 0.0))
         for member, index in group:
             self.complete(member, index)
 
@@ -391,6 +397,21 @@ def _capacities(machine: Machine) -> dict[Resource, float]:
     return caps
 
 
+def closed_energy(programs: Sequence[TileProgram]) -> dict[Hashable, float]:
+    """Per barrier group (its ``match`` key): the energy of the instructions it closes,
+    each member tile's since its previous barrier."""
+    closing: dict[Hashable, float] = {}
+    for program in programs:
+        since = 0.0
+        for ins in program.instrs:
+            if ins.kind != "barrier":
+                since += ins.energy_pj
+                continue
+            closing[ins.match] = closing.get(ins.match, 0.0) + since
+            since = 0.0
+    return closing
+
+
 def simulate(module: Operation, machine: Machine | None = None,
              config: TimingConfig | None = None, *, check_ir: bool = True) -> TimingReport:
     """Simulate every ``tile.program`` of ``module`` (see the module docstring).
@@ -414,4 +435,5 @@ def simulate(module: Operation, machine: Machine | None = None,
     events = sim.trace.finish(programs) if sim.trace is not None else []
     return TimingReport(cycles, stats.energy_pj, sim.tile_timings(cycles), stats,
                         machine.frequency_hz, time.perf_counter() - began, events,
-                        dram_cycles(stats.dram_bytes, machine), tuple(sim.released))
+                        dram_cycles(stats.dram_bytes, machine), tuple(sim.released),
+                        tuple(sim.released_energy))

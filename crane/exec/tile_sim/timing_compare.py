@@ -83,7 +83,8 @@ def format_report(report: TimingReport, module: Operation | None = None,
         lines += ["", format_comparison(rows)]
     blocks = block_timings(module, report) if module is not None else []
     if blocks:
-        lines += ["", "per block: the model's latency_cycles and the simulated time of its phases",
+        lines += ["", "per block: the model's latency_cycles and energy_pj beside the simulated "
+                  "time and energy of its phases",
                   format_block_timings(blocks)]
     if per_tile and report.tiles:
         lines += ["", f"{'tile':<12}{'busy':>14}{'idle':>14}{'compute':>14}{'dma':>14}{'noc':>14}"]

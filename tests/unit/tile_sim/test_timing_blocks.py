@@ -46,6 +46,17 @@ def test_every_phase_belongs_to_a_block_and_the_rows_add_up_to_the_run(
     assert sum(r.phases for r in rows) == len(phases)
 
 
+def test_each_block_has_its_model_energy_and_the_energy_of_its_phases(
+        lowered: tuple[Path, Operation, TimingReport]) -> None:
+    _, module, report = lowered
+    rows = block_timings(module, report)
+    assert [r.model_energy_pj for r in rows] == [b.energy_pj for b in scheduled_blocks(module)]
+    assert all(r.simulated_energy_pj > 0 for r in rows)
+    # Every instruction's energy is closed by one barrier: the rows add up to the run's.
+    assert sum(r.simulated_energy_pj for r in rows) == pytest.approx(report.energy_pj)
+    assert len(report.barrier_energy) == len(report.barriers)
+
+
 def test_labels_name_forward_backward_and_recomputed_blocks(
         lowered: tuple[Path, Operation, TimingReport]) -> None:
     _, module, report = lowered
