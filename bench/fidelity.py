@@ -140,7 +140,10 @@ def comparison(text: str) -> tuple[dict[str, float], dict[str, float]]:
     return model, simulated
 
 
-_BLOCK = re.compile(r"^\s*(\d+)\s+(\S.*?)\s+\d+\s+([\d,]+)\s+([\d,]+)\s+\S+%$", re.M)
+_BLOCK = re.compile(r"^\s*(\d+)\s+(\S.*?)\s+\d+\s+([\d,]+)\s+([\d,]+)\s+(?:\S+%|n/a)"
+                    r"\s+\S+\s+\S+\s+(?:\S+%|n/a)$", re.M)
+"""A row of the per-block table: index, label, phases, model and simulated cycles, their
+difference, then model and simulated energy and theirs."""
 
 
 def worst_block(text: str) -> str:

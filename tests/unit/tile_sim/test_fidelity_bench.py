@@ -20,7 +20,9 @@ import pytest
 BENCH = Path(__file__).resolve().parents[3] / "bench" / "fidelity.py"
 sys.path.insert(0, str(BENCH.parent))
 
-from fidelity import KNOWN_CAUSES, QUICK, TARGET_PERCENT  # noqa: E402
+from fidelity import KNOWN_CAUSES, QUICK, TARGET_PERCENT, worst_block  # noqa: E402
+
+from crane.exec.tile_sim.timing_blocks import BlockTiming, format_block_timings  # noqa: E402
 
 CellRecord = dict[str, Any]
 
@@ -67,3 +69,11 @@ def test_darknet19_at_batch_1_on_edge(tmp_path: Path) -> None:
     (cell,) = _run_bench(["--nets", "darknet19", "--machines", "edge", "--modes", "inf1"],
                          tmp_path / "darknet19.json")
     assert_within_target(cell)
+
+
+def test_the_widest_block_gap_is_read_from_crane_sims_per_block_table() -> None:
+    rows = [BlockTiming(0, "a.conv..a", 1_000.0, 1_200.0, 2, 5.0e6, 6.0e6),
+            BlockTiming(1, "b", 300.0, 1_900.0, 1, 1.0e5, 2.5e5),
+            BlockTiming(2, "c.grad", None, 50.0, 1)]
+    text = "per block: ...\n" + format_block_timings(rows)
+    assert worst_block(text) == "b model 300 sim 1,900 cycles"
