@@ -209,15 +209,15 @@ def backward_phases(ops: Sequence[tuple[Operation, str]], rank: Mapping[str, int
                     homes: Mapping[str, Home], block_of: Mapping[str, int],
                     batch: int) -> list[Phase]:
     """The training ops in ``rank`` order of their layers, graph order within a layer's
-    rank (all graph order if that is not topological), one phase per run of consecutive
-    ops of one layer."""
+    rank (all graph order if that is not topological), an op moved up to its layer's run
+    where it can (``_grouped``), one phase per run of consecutive ops of one layer."""
     position = {op: k for k, (op, _) in enumerate(ops)}
     layer = dict(ops)
     ordered = sorted(ops, key=lambda pair: (rank[pair[1]], position[pair[0]]))
     placed = {op: k for k, (op, _) in enumerate(ordered)}
     topological = all(placed.get(v.owner_op, -1) < placed[op]
                       for op, _ in ordered for v in op.operands if v.owner_op in placed)
-    chosen = ordered if topological else list(ops)
+    chosen = _grouped(ordered, layer) if topological else list(ops)
     runs: list[list[Operation]] = []
     for op, name in chosen:
         if runs and layer[runs[-1][0]] == name:
@@ -227,6 +227,30 @@ def backward_phases(ops: Sequence[tuple[Operation, str]], rank: Mapping[str, int
     return [Phase(block_of[layer[run[0]]], f"backward:{layer[run[0]]}",
                   (Item(layer[run[0]], (0, batch), homes[layer[run[0]]]),), tuple(run))
             for run in runs]
+
+
+def _grouped(ordered: Sequence[tuple[Operation, str]],
+             layer: Mapping[Operation, str]) -> list[tuple[Operation, str]]:
+    """``ordered`` (a topological order) with each op moved up to the run of its layer
+    when everything it reads is already placed: a layer's optimizer update, which autodiff
+    emits after later layers' gradients, joins the phase that made its weight gradient (the
+    gradient stays on chip instead of going through DRAM to a phase of its own)."""
+    result: list[tuple[Operation, str]] = []
+    done: set[Operation] = set()
+    inside = {op for op, _ in ordered}
+    waiting = list(ordered)
+    while waiting:
+        last = layer[result[-1][0]] if result else None
+        pick = next((k for k, (op, name) in enumerate(waiting)
+                     if name == last and _ready(op, done, inside)), 0)
+        op, name = waiting.pop(pick)
+        result.append((op, name))
+        done.add(op)
+    return result
+
+
+def _ready(op: Operation, done: set[Operation], inside: set[Operation]) -> bool:
+    return all(v.owner_op in done for v in op.operands if v.owner_op in inside)
 
 
 def recomputed_blocks(schedule_blocks: Sequence[BlockOp], forward: Sequence[BlockOp],
