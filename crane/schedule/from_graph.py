@@ -19,9 +19,9 @@ One ``LayerWork`` per compute op, per sample, at the machine's element width:
 * a loss merges into the layer making its input, as codegen runs it (a loss left without
   one is left out); the ops of a training step (gradients, accumulations, optimizer state
   and updates) are left out: the workload of a trained function is its forward pass, plus
-  the updates' vector work (``Workload.optimizer_vector_ops``). A GEMM layer with ops merged after it ``refreshes``: its
-  backward from a saved output runs its forward work again (``LayerWork.refreshes``), as
-  codegen's training ops do.
+  the updates' vector work (``Workload.optimizer_vector_ops``). A GEMM layer with ops
+  merged after it ``refreshes``: its backward from a saved output runs its forward work
+  again (``LayerWork.refreshes``), as codegen's training ops do.
 
 Which of these a kind is, it declares beside its definition (``LayerKind.work``,
 :class:`crane.dialects.layers.definition.Work`); the layer label is the ``Work`` value.
