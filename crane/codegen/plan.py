@@ -235,17 +235,23 @@ def _grouped(ordered: Sequence[tuple[Operation, str]],
     when everything it reads is already placed: a layer's optimizer update, which autodiff
     emits after later layers' gradients, joins the phase that made its weight gradient (the
     gradient stays on chip instead of going through DRAM to a phase of its own)."""
+    inside = {op for op, _ in ordered}
+    waiting: dict[str, list[tuple[Operation, str]]] = {}
+    for pair in ordered:
+        waiting.setdefault(pair[1], []).append(pair)
     result: list[tuple[Operation, str]] = []
     done: set[Operation] = set()
-    inside = {op for op, _ in ordered}
-    waiting = list(ordered)
-    while waiting:
-        last = layer[result[-1][0]] if result else None
-        pick = next((k for k, (op, name) in enumerate(waiting)
-                     if name == last and _ready(op, done, inside)), 0)
-        op, name = waiting.pop(pick)
-        result.append((op, name))
-        done.add(op)
+    head = 0
+    while len(result) < len(ordered):
+        own = waiting[result[-1][1]] if result else []
+        pick = next((pair for pair in own if _ready(pair[0], done, inside)), None)
+        if pick is None:  # the earliest op left is ready: everything before it is placed
+            while ordered[head][0] in done:
+                head += 1
+            pick = ordered[head]
+        waiting[pick[1]].remove(pick)
+        result.append(pick)
+        done.add(pick[0])
     return result
 
 
