@@ -101,10 +101,9 @@ def layer_cost(layer: LayerWork, batch: int, region: TileRun, machine: Machine,
     # reading it, along a tree of neighbouring tiles.
     weight_load = Traffic.dram_read(layer.weight_bytes, hops) + core.forwarded_weights
     operands, energy = core.operand_traffic, core.energy_pj
-    reduced = reduced_gradient_bytes(layer, core.partition) if backward else 0
-    if reduced:  # the partials cross the region between its tiles
+    if core.reduced_bytes:  # the partials cross the region between its tiles
         apart = mean_hops(mesh, region, region)
-        sums = Traffic.on_chip(reduced, apart, apart / max(1, region.count))
+        sums = Traffic.on_chip(core.reduced_bytes, apart, apart / max(1, region.count))
         operands, energy = operands + sums, energy + traffic_energy(sums, machine)
     return WorkCost(core.cycles, energy, operands, core.partition, core.weights_resident,
                     weight_load)
@@ -122,6 +121,8 @@ class _RegionFreeCost:
     partition: Partition
     weights_resident: bool
     forwarded_weights: Traffic
+    reduced_bytes: int = 0
+    """Backward only: partial weight-gradient bytes added over the NoC (``reduced_gradient_bytes``)."""
 
 
 @lru_cache(maxsize=200_000)
@@ -162,7 +163,7 @@ def _region_free_cost(layer: LayerWork, batch: int, tiles: int, machine: Machine
     energy = (macs * machine.mac_pj / part.utilisation + vec * machine.vector_op_pj
               + traffic_energy(operands, machine))
     return _RegionFreeCost(cycles, energy, operands, part,
-                           weights_fit(layer.weight_bytes, part, machine), forwarded)
+                           weights_fit(layer.weight_bytes, part, machine), forwarded, reduced)
 
 
 def reduced_gradient_bytes(layer: LayerWork, part: Partition) -> int:
