@@ -95,8 +95,7 @@ def block_timings(module: Operation, report: TimingReport) -> list[BlockTiming]:
     energy: dict[int, float] = {}
     phases: dict[int, int] = {}
     released, pending, spent = 0.0, 0.0, 0.0
-    closed = report.barrier_energy or (0.0,) * len(report.barriers)
-    for (label, at), pj in zip(report.barriers, closed, strict=True):
+    for (label, at), pj in zip(report.barriers, report.barrier_energy, strict=True):
         pending, released, spent = pending + at - released, at, spent + pj
         if label.startswith(INSIDE_PHASE):
             continue
