@@ -31,7 +31,7 @@ from crane.schedule.evaluate import BlockCost, Plan, tables_of
 from crane.schedule.from_graph import trains, workload_of
 from crane.schedule.objective import Objective
 from crane.schedule.options import state_options
-from crane.schedule.policies import schedule
+from crane.schedule.policies import MILP_BLOCK, schedule
 from crane.schedule.record import plan_facts
 from crane.schedule.search import BlockChoice, Schedule
 from crane.schedule.training import TrainingSchedule, schedule_training
@@ -210,6 +210,9 @@ class Segment(Pass):
     """Seconds per MILP solve."""
     max_block: Annotated[int, Between(1, 32)] = 12
     """Most layers in one block."""
+    milp_block: Annotated[int, Between(0, 32)] = MILP_BLOCK
+    """crane policy: most layers of a block also solved by the MILP (larger blocks get the
+    baselines' patterns only; more is slower, see ``crane.schedule.policies.MILP_BLOCK``)."""
     groups: bool = True
     """Inference with the crane and set policies: let runs of blocks form groups with
     their own sub-batch size (``crane.schedule.search``)."""
@@ -261,7 +264,8 @@ class Segment(Pass):
                 return self.schedule_training(func, name, workload, batch, machine, ctx, began)
             found = schedule(workload, batch, machine, self.policy, self.objective,
                              max_block=self.max_block, time_limit=self.time_limit,
-                             grouped=None if self.groups else False)
+                             grouped=None if self.groups else False,
+                             milp_block=self.milp_block)
         except ValueError as problem:
             ctx.emit_error(func, f"cannot schedule: {problem}")
             return None
@@ -290,7 +294,8 @@ class Segment(Pass):
                           began: float) -> dict[str, float] | None:
         """Schedule one training step (forward, BW1, BW2), or report that it cannot fit."""
         _, trained = schedule_training(workload, batch, machine, self.policy, self.objective,
-                                       self.recompute, self.max_block, self.time_limit)
+                                       self.recompute, self.max_block, self.time_limit,
+                                       self.milp_block)
         if not trained.fits:
             capacity = machine.dram_capacity_bytes or 0
             ctx.emit_error(func, f"training step does not fit in DRAM: it needs "

@@ -32,7 +32,7 @@ from crane.hardware.machine import Machine
 from crane.schedule.block import Block, gradient_block, split_columns
 from crane.schedule.evaluate import BlockCost, Plan
 from crane.schedule.objective import Objective
-from crane.schedule.policies import MAX_BLOCK, POLICIES, block_solver, schedule
+from crane.schedule.policies import MAX_BLOCK, MILP_BLOCK, POLICIES, block_solver, schedule
 from crane.schedule.search import BlockChoice, BlockSolver, Schedule
 
 OPTIMIZER_COPIES = 4
@@ -242,8 +242,8 @@ def _knapsack(menus: list[list[BlockTraining]], budget: float,
 
 def schedule_training(workload: Workload, batch: int, machine: Machine, policy: str = "crane",
                       objective: Objective | str = "edp", recompute: str = "crane",
-                      max_block: int = MAX_BLOCK, time_limit: float | None = 0.05
-                      ) -> tuple[Schedule, TrainingSchedule]:
+                      max_block: int = MAX_BLOCK, time_limit: float | None = 0.05,
+                      milp_block: int = MILP_BLOCK) -> tuple[Schedule, TrainingSchedule]:
     """The forward schedule and training schedule of ``policy`` for one training step.
 
     ``crane`` trains over each of the policies' forward schedules and keeps the best one
@@ -254,12 +254,12 @@ def schedule_training(workload: Workload, batch: int, machine: Machine, policy: 
         raise ValueError(f"unknown recomputation policy {recompute!r}; expected one of "
                          f"{', '.join(RECOMPUTE)}")
     obj = Objective.parse(objective) if isinstance(objective, str) else objective
-    solver = block_solver(policy, time_limit)
+    solver = block_solver(policy, time_limit, milp_block)
     fronts = POLICIES if policy == "crane" else (policy,)
     runs: list[tuple[Schedule, TrainingSchedule]] = []
     for p in fronts:
         forward = schedule(workload, batch, machine, p, obj, max_block, time_limit,
-                           grouped=False)
+                           grouped=False, milp_block=milp_block)
         runs.append((forward, train(forward, workload, machine, solver, obj, recompute)))
     fitting = [r for r in runs if r[1].fits]
     if not fitting:
