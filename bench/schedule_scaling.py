@@ -1,6 +1,8 @@
 """The scaling rows of ``bench/schedule.py``: how long Crane's search (the ``segment``
 pass's default: the ``crane`` policy, EDP, blocks of up to 12 layers, 0.05 s per MILP) takes
-as the mesh and the batch grow, against the targets of issues 21 and 24.
+as the mesh and the batch grow, against the targets of issues 21 and 24. The search runs as
+the pass runs it: its distinct blocks solved in one process per usable CPU (at most 8;
+``workers`` in the table).
 
 Mesh rows: ResNet-50 at batch 8 on square meshes of the ``edge`` tile (1 MiB SRAM, 1024
 MACs per cycle), 4 x 4 to 64 x 64, DRAM ports along the left and right columns. Batch rows:
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from crane.cost.workload import Workload
 from crane.hardware.machine import Machine
 from crane.schedule.policies import schedule
+from crane.schedule.search import usable_workers
 
 MESH_SIDES = (4, 8, 16, 32, 64)
 BATCHES = (1, 8, 64, 256)
@@ -39,6 +42,7 @@ class ScalingRow:
     seconds: float
     cpu_seconds: float
     edp: float
+    workers: int = 1
 
     @property
     def target(self) -> float | None:
@@ -62,22 +66,25 @@ def cases(sides: Iterable[int] = MESH_SIDES,
 
 
 def run_row(load: Callable[[str, int], Workload], network: str, machine: Machine,
-            batch: int) -> ScalingRow:
-    """Time one row: the schedule of ``network``'s workload (``load`` reads it)."""
+            batch: int, workers: int = 0) -> ScalingRow:
+    """Time one row: the schedule of ``network``'s workload (``load`` reads it), with the
+    ``segment`` pass's ``workers`` (0: one per usable CPU). CPU seconds are this process's."""
     workload = load(network, machine.data_bytes)
+    processes = usable_workers(workers)
     began, cpu = time.perf_counter(), time.process_time()
-    found = schedule(workload, batch, machine)
+    found = schedule(workload, batch, machine, workers=processes)
     return ScalingRow(network, machine.name, batch, machine.tiles,
-                      time.perf_counter() - began, time.process_time() - cpu, found.edp)
+                      time.perf_counter() - began, time.process_time() - cpu, found.edp,
+                      processes)
 
 
 def report(rows: list[ScalingRow]) -> str:
     """One line per row, with its target and whether it is met."""
     lines = [f"{'network':<10} {'machine':<10} {'tiles':>6} {'batch':>5} {'sec':>8} "
-             f"{'cpu sec':>8} {'target':>7}  ok"]
+             f"{'cpu sec':>8} {'workers':>7} {'target':>7}  ok"]
     for r in rows:
         target = f"{r.target:>7.0f}" if r.target is not None else f"{'':>7}"
         verdict = "" if r.target is None else ("yes" if r.seconds <= r.target else "NO")
         lines.append(f"{r.network:<10} {r.machine:<10} {r.tiles:>6} {r.batch:>5} "
-                     f"{r.seconds:>8.2f} {r.cpu_seconds:>8.2f} {target}  {verdict}")
+                     f"{r.seconds:>8.2f} {r.cpu_seconds:>8.2f} {r.workers:>7} {target}  {verdict}")
     return "\n".join(lines)

@@ -33,7 +33,7 @@ from crane.schedule.objective import Objective
 from crane.schedule.options import state_options
 from crane.schedule.policies import MILP_BLOCK, schedule
 from crane.schedule.record import plan_facts
-from crane.schedule.search import BlockChoice, Schedule
+from crane.schedule.search import BlockChoice, Schedule, usable_workers
 from crane.schedule.training import TrainingSchedule, schedule_training
 
 
@@ -213,6 +213,10 @@ class Segment(Pass):
     milp_block: Annotated[int, Between(0, 32)] = MILP_BLOCK
     """crane policy: most layers of a block also solved by the MILP (larger blocks get the
     baselines' patterns only; more is slower, see ``crane.schedule.policies.MILP_BLOCK``)."""
+    workers: Annotated[int, Between(0, 64)] = 0
+    """Processes solving the search's distinct blocks side by side (networks with at least
+    ``crane.schedule.search.PARALLEL_BLOCKS`` of them); 0: one per CPU this process may use,
+    at most 8. The schedule does not depend on it."""
     groups: bool = True
     """Inference with the crane and set policies: let runs of blocks form groups with
     their own sub-batch size (``crane.schedule.search``)."""
@@ -265,7 +269,7 @@ class Segment(Pass):
             found = schedule(workload, batch, machine, self.policy, self.objective,
                              max_block=self.max_block, time_limit=self.time_limit,
                              grouped=None if self.groups else False,
-                             milp_block=self.milp_block)
+                             milp_block=self.milp_block, workers=usable_workers(self.workers))
         except ValueError as problem:
             ctx.emit_error(func, f"cannot schedule: {problem}")
             return None
@@ -295,7 +299,7 @@ class Segment(Pass):
         """Schedule one training step (forward, BW1, BW2), or report that it cannot fit."""
         _, trained = schedule_training(workload, batch, machine, self.policy, self.objective,
                                        self.recompute, self.max_block, self.time_limit,
-                                       self.milp_block)
+                                       self.milp_block, usable_workers(self.workers))
         if not trained.fits:
             capacity = machine.dram_capacity_bytes or 0
             ctx.emit_error(func, f"training step does not fit in DRAM: it needs "

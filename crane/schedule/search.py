@@ -23,6 +23,8 @@ shapes, different names) share one solve through a cache keyed by an anonymised 
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -119,6 +121,23 @@ def _anonymous(block: Block) -> Block:
     return replace(block, name="", layers=layers)
 
 
+PARALLEL_BLOCKS = 256
+"""Fewest distinct blocks worth a pool of worker processes (starting one costs about 0.1 s,
+and small networks have a few dozen blocks)."""
+MAX_WORKERS = 8
+
+
+def usable_workers(requested: int) -> int:
+    """Processes for ``requested`` workers: 0 asks for one per CPU this process may use (at
+    most ``MAX_WORKERS``); a daemon process (a DSE worker) cannot start any, so it gets 1."""
+    if multiprocessing.current_process().daemon:
+        return 1
+    if requested > 0:
+        return requested
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(MAX_WORKERS, cpus or 1))
+
+
 class BlockCache:
     """Memoises a block solver on anonymised blocks."""
 
@@ -134,7 +153,7 @@ class BlockCache:
         keys = list(dict.fromkeys((_anonymous(b), samples, objective, r)
                                   for b, samples, r in blocks))
         todo = [k for k in keys if k not in self.memo]
-        if workers <= 1 or len(todo) < 2:
+        if workers <= 1 or len(todo) < PARALLEL_BLOCKS:
             return
         with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
             results = pool.map(_solve_key, [(self.solver, k, machine) for k in todo],

@@ -243,12 +243,14 @@ def _knapsack(menus: list[list[BlockTraining]], budget: float,
 def schedule_training(workload: Workload, batch: int, machine: Machine, policy: str = "crane",
                       objective: Objective | str = "edp", recompute: str = "crane",
                       max_block: int = MAX_BLOCK, time_limit: float | None = 0.05,
-                      milp_block: int = MILP_BLOCK) -> tuple[Schedule, TrainingSchedule]:
+                      milp_block: int = MILP_BLOCK, workers: int = 1
+                      ) -> tuple[Schedule, TrainingSchedule]:
     """The forward schedule and training schedule of ``policy`` for one training step.
 
     ``crane`` trains over each of the policies' forward schedules and keeps the best one
     that fits in DRAM (the smallest-footprint one when none fits, so callers can report
-    the capacity it needs); a baseline trains over its own forward schedule.
+    the capacity it needs); a baseline trains over its own forward schedule. ``workers``
+    solves the forward schedules' distinct blocks in that many processes.
     """
     if recompute not in RECOMPUTE:
         raise ValueError(f"unknown recomputation policy {recompute!r}; expected one of "
@@ -259,7 +261,7 @@ def schedule_training(workload: Workload, batch: int, machine: Machine, policy: 
     runs: list[tuple[Schedule, TrainingSchedule]] = []
     for p in fronts:
         forward = schedule(workload, batch, machine, p, obj, max_block, time_limit,
-                           grouped=False, milp_block=milp_block)
+                           grouped=False, milp_block=milp_block, workers=workers)
         runs.append((forward, train(forward, workload, machine, solver, obj, recompute)))
     fitting = [r for r in runs if r[1].fits]
     if not fitting:
