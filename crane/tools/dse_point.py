@@ -48,7 +48,7 @@ def segment_pass(point: Point) -> Segment:
                    objective=options.objective, batch=point.batch,
                    time_limit=options.time_limit, max_block=options.max_block,
                    recompute=options.recompute,  # type: ignore[arg-type]
-                   record_time=True, workers=1)  # the sweep runs points side by side
+                   record_time=True, workers=1)  # a sweep's processes are its points
 
 
 def schedule_point(point: Point) -> tuple[dict[str, Any] | None, str | None]:
