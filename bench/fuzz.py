@@ -52,7 +52,8 @@ from fuzz_cases import Case, Seeds  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 KINDS = ("crn", "graph-ir", "segment-ir", "tile-ir", "pipeline", "options", "onnx")
-BAD = ("exit 3", "other exit", "traceback", "timeout", "unlocated", "unclear usage", "leftover", "partial")
+BAD = ("exit 3", "other exit", "traceback", "timeout", "unlocated", "unclear usage", "leftover", "partial",
+       "out of memory")
 LOCATED = re.compile(r"^(\S.*?:\d+:\d+: error: |crane-(opt|run|sim|dse): error: --?[a-z])")
 """A diagnostic at ``file:line:col``, or one at a flag of the command line (``--emit=gantt:
 the Gantt chart needs a scheduled module``)."""
@@ -62,6 +63,10 @@ not a readable ONNX model``, the form ``docs/onnx.md`` gives them)."""
 USAGE = re.compile(r"^(crane-(opt|run|sim|dse): error: |<pass-pipeline>:\d+:\d+: error: )", re.M)
 RESTART_EVERY = 150
 """Tasks a worker runs before it is replaced (its caches grow)."""
+OUT_OF_MEMORY = "error: out of memory"
+"""What the tools say when the host runs out of memory (see ``crane.tools.guard``). A worker
+that has run many tasks holds caches and a fragmented heap, so a run that says it is run
+again in a fresh worker; only an input that exhausts a fresh one is a finding."""
 
 
 @dataclass
@@ -130,8 +135,8 @@ class Slot:
         self.process.start()
         self.conn, self.done = parent, 0
 
-    def submit(self, case: Case, folder: Path) -> None:
-        if self.process is None or self.done >= RESTART_EVERY:
+    def submit(self, case: Case, folder: Path, fresh: bool = False) -> None:
+        if self.process is None or self.done >= RESTART_EVERY or (fresh and self.done):
             self.stop()
             self.start()
         assert self.conn is not None
@@ -187,6 +192,8 @@ def classify(case: Case, status: int | str, stderr: str, stdout: str, folder: Pa
         flags.append("leftover")
     if case.output and status != 0 and case.output in names:
         flags.append("partial")
+    if OUT_OF_MEMORY in stderr:  # legal but too large for the worker: not an unlocated diagnostic
+        flags = [f for f in flags if f != "unlocated"] + ["out of memory"]
     return flags
 
 
@@ -281,14 +288,17 @@ def campaign(cases: list[Case], work: Path, jobs: int, time_limit: float, findin
     todo = list(enumerate(cases))[::-1]
     results: dict[int, Outcome] = {}
     running: dict[Slot, int] = {}
+    again: set[int] = set()  # cases that ran out of memory in a used worker, to run in a fresh one
     try:
         while todo or running:
             for slot in slots:
                 if slot not in running and todo:
                     index, case = todo.pop()
-                    slot.submit(case, _folder(work, index, case))
+                    slot.submit(case, _folder(work, index, case), fresh=index in again)
                     running[slot] = index
-            _collect(running, results, time_limit, findings)
+            for index in _collect(running, results, time_limit, findings, again):
+                again.add(index)
+                todo.append((index, cases[index]))
             if progress and len(results) % 100 == 0 and results:
                 print(f"  {len(results)} of {len(cases)} inputs run", file=sys.stderr, flush=True)
     finally:
@@ -308,7 +318,9 @@ def _folder(work: Path, index: int, case: Case) -> Path:
 
 
 def _collect(running: dict[Slot, int], results: dict[int, Outcome], time_limit: float,
-             findings: Path) -> None:
+             findings: Path, again: set[int]) -> list[int]:
+    """Record the runs that ended; the cases to run again in a fresh worker."""
+    retry = []
     now = time.perf_counter()
     deadline = min(slot.began + time_limit for slot in running) - now
     ready = wait([slot.conn for slot in running if slot.conn is not None], timeout=max(0.01, deadline))
@@ -328,7 +340,12 @@ def _collect(running: dict[Slot, int], results: dict[int, Outcome], time_limit: 
                 status, stderr, stdout = "died", "", ""
                 slot.kill()
             slot.done += 1
-        _finish(slot, running.pop(slot), (status, stderr, stdout), timed_out, results, findings)
+        index = running.pop(slot)
+        if OUT_OF_MEMORY in stderr and index not in again and slot.done > 1:
+            retry.append(index)
+            continue
+        _finish(slot, index, (status, stderr, stdout), timed_out, results, findings)
+    return retry
 
 
 def _finish(slot: Slot, index: int, said: tuple[int | str, str, str], timed_out: bool,

@@ -169,6 +169,8 @@ def _workloads(source: SweepText, value: Any, directory: Path) -> tuple[Workload
 
 def _resolve(source: SweepText, name: str, directory: Path) -> list[WorkloadRef]:
     """The file(s) ``name`` means: one path, or the sorted matches of a glob pattern."""
+    if "\0" in name:
+        raise source.error("", "workloads", "a workload path holds a NUL byte, which no file name can", name)
     if any(c in name for c in "*?["):
         matches = sorted(glob.glob(str(directory / name)))
         if not matches:

@@ -32,11 +32,15 @@ class TooLarge(OSError):
     """The file holds more than the limit."""
 
 
+class NotAFileName(OSError):
+    """The path holds a NUL byte, which no file name can (a path read from a file may)."""
+
+
 def read_bytes(path: str | Path, limit: int = MAX_FILE_BYTES) -> bytes:
     """The bytes of the regular file ``path`` (``-``: standard input), at most ``limit``."""
     if str(path) == STDIN:
         return _capped(_stdin_bytes(limit + 1), limit)
-    _check_regular(os.stat(path).st_mode)  # before opening: opening a FIFO would block
+    _check_regular(_mode(path))  # before opening: opening a FIFO would block
     with open(path, "rb") as handle:
         return _capped(handle.read(limit + 1), limit)
 
@@ -50,7 +54,7 @@ def describe(problem: OSError | UnicodeDecodeError) -> str:
     """Why a read failed, in a few words (``no such file``, ``not a regular file (a directory)``)."""
     if isinstance(problem, UnicodeDecodeError):
         return f"not UTF-8 text (byte {problem.start})"
-    if isinstance(problem, NotRegularFile | TooLarge):
+    if isinstance(problem, NotRegularFile | TooLarge | NotAFileName):
         return str(problem)
     if isinstance(problem, FileNotFoundError):
         return "no such file"
@@ -62,7 +66,13 @@ def describe(problem: OSError | UnicodeDecodeError) -> str:
 def check_regular(path: str | Path) -> None:
     """NotRegularFile (or FileNotFoundError...) unless ``path`` is a regular file (for readers
     such as ``numpy.load`` that open the file themselves)."""
-    _check_regular(os.stat(path).st_mode)
+    _check_regular(_mode(path))
+
+
+def _mode(path: str | Path) -> int:
+    if "\0" in str(path):
+        raise NotAFileName("not a file name (it holds a NUL byte)")
+    return os.stat(path).st_mode
 
 
 def _check_regular(mode: int) -> None:

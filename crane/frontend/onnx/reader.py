@@ -167,11 +167,19 @@ def _load_external_data(model: Any, source: object, filename: str) -> None:
         raise file_error(filename, f"cannot read external tensor data: {problem}") from None
 
 
+MAX_OPSET = 2**31 - 1
+"""The largest operator-set version ONNX's schema registry can be asked about (a C ``int``)."""
+
+
 def default_opset(model: Any, filename: str) -> int:
     """The version of the standard operator set the model imports."""
     for entry in model.opset_import:
-        if entry.domain in DEFAULT_DOMAINS:
-            return int(entry.version)
+        if entry.domain not in DEFAULT_DOMAINS:
+            continue
+        if not 1 <= entry.version <= MAX_OPSET:
+            raise file_error(filename, f"the default operator set's version {entry.version} is not a version "
+                                       f"(1..{MAX_OPSET})")
+        return int(entry.version)
     raise file_error(filename, "the model imports no version of the default ONNX operator set")
 
 

@@ -113,6 +113,8 @@ BAD = [
      "sweep.toml:3:18: error: sram: unknown unit 'Mib'; did you mean 'MiB'?"),
     ('workloads = ["tiny_cnn.crn", "gone.crn"]\n',
      "sweep.toml:1:30: error: workload 'gone.crn' not found"),
+    ('workloads = ["tiny\\u0000cnn.crn"]\n',
+     "sweep.toml:1:1: error: a workload path holds a NUL byte, which no file name can"),
     ('workloads = ["tiny_cnn.crn"]\n\n[machine]\ndram_bandwith = "16 GB/s"\n',
      "sweep.toml:4:1: error: unknown [machine] key 'dram_bandwith'; did you mean "
      "'dram_bandwidth'?"),

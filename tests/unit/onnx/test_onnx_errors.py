@@ -287,3 +287,11 @@ def test_a_constant_attribute_whose_data_disagrees_with_its_type() -> None:
     message = _error(g.model([tensor("x", [2, 3])], [tensor("y", None)]))
     assert message.startswith("m.onnx:1:1: error: node 'const' (Constant): the tensor of attribute 'value' "
                               "(FLOAT, shape [2, 3]) holds data that does not match its type and shape"), message
+
+
+@pytest.mark.parametrize("version", [0, -1, 2**40])
+def test_an_operator_set_version_out_of_range(version: int) -> None:
+    model = _model(lambda g, x: g.op("Relu", [x]))
+    model.opset_import[0].version = version
+    assert _error(model) == (f"error: m.onnx: the default operator set's version {version} is not a version "
+                             f"(1..2147483647)")

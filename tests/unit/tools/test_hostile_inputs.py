@@ -55,6 +55,7 @@ def _write(tmp_path: Path, text: str, name: str = "m.crn") -> Path:
     ("machine m extends edge { dram_bandwidth 0 GB/s; }\n" + _net(machine="m"), "1:41",
      "dram_bandwidth must be from 1 KB/s to 1000 TB/s, got 0 B/s"),
     ('import "/dev/zero";\n' + _net(), "1:8", 'cannot import "/dev/zero": not a regular file (a device)'),
+    ('import "lib\0x.crn";\n' + _net(), "1:8", "not a file name (it holds a NUL byte)"),
     ("network n {\n  input x: f32[1048576, 1048576, 2];\n  y = relu(x);\n}\n", "2:9",
      "has more than 2^40 elements"),
     ("network n {\n  input x: f32[1, 1048576];\n  y = linear(x, out=2097152);\n}\n", "3:7",
