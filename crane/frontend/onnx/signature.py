@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crane.frontend.onnx.reader import ELEMENT_TYPES, file_error
+from crane.limits import MAX_BATCH, MAX_TENSOR_ELEMENTS
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +81,22 @@ def _input_shape(value: Any, batch: int | None, sizes: Mapping[str, int], filena
         else:
             raise file_error(filename, f"dimension {axis} of {what} has neither a size nor a name; export "
                                        f"the model with static shapes")
-    return tuple(shape)
+    return _within_limits(tuple(shape), what, filename)
+
+
+def _within_limits(shape: tuple[int, ...], what: str, filename: str) -> tuple[int, ...]:
+    """``shape``, unless its batch or its element count is beyond what Crane handles (the
+    limits a ``.crn`` input meets too, see ``crane.limits``)."""
+    if shape and shape[0] > MAX_BATCH:
+        raise file_error(filename, f"{what} has batch dimension {shape[0]}; Crane handles batches of 1 to "
+                                   f"{MAX_BATCH}")
+    elements = 1
+    for size in shape:
+        elements *= size
+    if elements > MAX_TENSOR_ELEMENTS:
+        raise file_error(filename, f"{what} of shape {list(shape)} has more than 2^40 elements, the most "
+                                   f"Crane handles in one tensor")
+    return shape
 
 
 def graph_inputs(graph: Any, constants: Iterable[str], batch: int | None, sizes: Mapping[str, int],

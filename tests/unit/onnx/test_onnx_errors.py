@@ -295,3 +295,16 @@ def test_an_operator_set_version_out_of_range(version: int) -> None:
     model.opset_import[0].version = version
     assert _error(model) == (f"error: m.onnx: the default operator set's version {version} is not a version "
                              f"(1..2147483647)")
+
+
+@pytest.mark.parametrize(("shape", "message"), [
+    ([2**31, 4, 6, 6], "graph input 'x' has batch dimension 2147483648; Crane handles batches of 1 to 65536"),
+    ([1, 4, 6, 2**40], "graph input 'x' of shape [1, 4, 6, 1099511627776] has more than 2^40 elements"),
+])
+def test_input_dimensions_beyond_the_limits(shape: list[int], message: str) -> None:
+    assert _error(_model(lambda g, x: g.op("Relu", [x]), shape=shape)).startswith(f"error: m.onnx: {message}")
+
+
+def test_a_named_dimension_given_beyond_the_limits() -> None:
+    message = _error(_model(lambda g, x: g.op("Relu", [x]), shape=[1, 4, 6, "w"]), dims={"w": 2**40})
+    assert message.startswith("error: m.onnx: graph input 'x' of shape [1, 4, 6, 1099511627776] has more than")
