@@ -89,7 +89,34 @@ def read_model(source: object, filename: str) -> Any:
         _load_external_data(model, source, filename)
     if not model.HasField("graph"):
         raise file_error(filename, "not an ONNX model: it holds no graph")
+    bad = first_undecoded_text(model)
+    if bad is not None:
+        raise file_error(filename, f"the model's {bad} is not UTF-8 text")
     return model
+
+
+def first_undecoded_text(message: Any) -> str | None:
+    """The first string field of ``message`` (or of a message inside it) that protobuf could
+    not decode as UTF-8 and hands over as bytes, named by its path (``graph.name``); None
+    when every string is text. Such a name would reach Crane's naming as bytes."""
+    from google.protobuf.descriptor import FieldDescriptor
+
+    stack: list[tuple[str, Any]] = [("", message)]
+    while stack:
+        path, current = stack.pop()
+        for described, value in current.ListFields():
+            where = f"{path}{described.name}"
+            values = value if _repeated(described) else [value]
+            if described.type == FieldDescriptor.TYPE_STRING and any(isinstance(v, bytes) for v in values):
+                return where
+            if described.type == FieldDescriptor.TYPE_MESSAGE:
+                stack.extend((f"{where}.", v) for v in values)
+    return None
+
+
+def _repeated(described: Any) -> bool:
+    is_repeated = getattr(described, "is_repeated", None)  # protobuf >= 5.28; ``label`` before
+    return bool(is_repeated) if is_repeated is not None else described.label == described.LABEL_REPEATED
 
 
 def check_model(model: Any, filename: str, order: Sequence[int] | None = None) -> None:

@@ -308,3 +308,12 @@ def test_input_dimensions_beyond_the_limits(shape: list[int], message: str) -> N
 def test_a_named_dimension_given_beyond_the_limits() -> None:
     message = _error(_model(lambda g, x: g.op("Relu", [x]), shape=[1, 4, 6, "w"]), dims={"w": 2**40})
     assert message.startswith("error: m.onnx: graph input 'x' of shape [1, 4, 6, 1099511627776] has more than")
+
+
+@pytest.mark.parametrize(("old", "new", "where"), [(b"bad", b"\xecad", "graph.name"),
+                                                  (b"relu0", b"rel\xff0", "graph.node.name")])
+def test_a_name_that_is_not_utf8(old: bytes, new: bytes, where: str) -> None:
+    model = _model(lambda g, x: g.op("Relu", [x], name="relu0"))
+    data = model.SerializeToString()
+    assert old in data
+    assert _error(data.replace(old, new, 1)) == f"error: m.onnx: the model's {where} is not UTF-8 text"
