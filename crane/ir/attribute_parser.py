@@ -31,6 +31,8 @@ from crane.ir.types import (
     Type,
 )
 
+_SHAPED_FORMS = {"tensor": "tensor<DxDx...xELEMENT>", "buffer": "buffer<DxDx...xELEMENT, sram|dram>"}
+
 
 class AttributeParser(BaseParser):
     """Types, attributes and locations."""
@@ -49,6 +51,9 @@ class AttributeParser(BaseParser):
         if scalar is not None:
             self._index += 1
             return scalar
+        if tok.text in _SHAPED_FORMS:  # the lexer's shaped-type pattern did not match what follows
+            raise self.error(f"malformed {tok.text} type: write {_SHAPED_FORMS[tok.text]}, each dimension "
+                             f"a whole number or '?'", tok)
         close = difflib.get_close_matches(tok.text, [*SCALAR_NAMES, "tensor", "buffer"], n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         raise self.error(f"unknown type '{tok.text}'{hint}", tok)
