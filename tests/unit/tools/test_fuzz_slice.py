@@ -25,3 +25,16 @@ def test_a_seeded_slice_of_the_fuzz_campaign_has_no_bad_outcome(tmp_path: Path) 
     assert not any(counts[5:]), done.stdout
     assert not (tmp_path / "findings").exists()
     assert time.perf_counter() - began < 60
+
+
+def test_a_run_out_of_memory_is_its_own_outcome_not_an_unlocated_diagnostic(tmp_path: Path) -> None:
+    sys.path.insert(0, str(BENCH.parent))
+    try:
+        import fuzz
+        from fuzz_cases import Case
+    finally:
+        sys.path.remove(str(BENCH.parent))
+    case = Case("crn", "crane-opt", ("big.crn",))
+    said = "crane-opt: error: out of memory: the input is too large to process on this host\n"
+    assert fuzz.classify(case, 1, said, "", tmp_path, timed_out=False) == ["out of memory"]
+    assert fuzz.classify(case, 1, "error: no location\n", "", tmp_path, timed_out=False) == ["unlocated"]
