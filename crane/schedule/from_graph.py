@@ -266,7 +266,7 @@ class WorkloadBuilder:
         heads = op.layer_attrs["heads"]
         bias = bool(op.layer_attrs.get("bias"))
         assert isinstance(heads, int)
-        flow, weight_bytes = self.read(op.inputs)
+        flow, weight_bytes = self.read(op.operands)  # the projections' weights are the op's weights
         out_w = weight_bytes // 4
         db = self.elem_bytes
         base = self.unique(op.results[0], "attention")

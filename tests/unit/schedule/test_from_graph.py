@@ -10,6 +10,7 @@ import pytest
 from crane.dialects import default_context
 from crane.dialects.graph_batch import graph_batch
 from crane.dialects.graph_grad import UpdateOp
+from crane.dialects.layers.values import numel
 from crane.ir.core import Operation
 from crane.ir.diagnostics import DiagnosticEngine
 from crane.passes.autodiff import Autodiff
@@ -82,6 +83,20 @@ def test_attention_splits_into_projections_and_core() -> None:
     # Flatten/reshape/dropout are transparent: every edge joins two compute layers.
     names = {layer.name for layer in work.layers}
     assert all(p in names for layer in work.layers for p in layer.predecessors)
+
+
+def test_attention_projections_carry_the_ops_weights() -> None:
+    func = _func("tiny_transformer")
+    work = {layer.name: layer for layer in workload_of(func).layers}
+    ops = [op for op in func.walk() if getattr(op, "kind", None) is not None and op.kind.name == "attention"]
+    assert len(ops) == 2
+    for op in ops:
+        base = op.results[0].name_hint
+        # The Q, K, V and output projections' matrices and biases, one byte per element.
+        weights = sum(numel(w.type.shape) for w in op.weights)
+        assert weights == 4 * (32 * 32 + 32)
+        assert work[f"{base}.qkv"].weight_bytes == 3 * weights // 4
+        assert work[base].weight_bytes == weights // 4
 
 
 def test_rejects_non_graph_ops() -> None:
