@@ -75,6 +75,14 @@ class MachineOp(Operation):
         return op
 
     @property
+    def complete(self) -> bool:
+        """Whether every attribute a Machine needs is present with its kind (IR from a file
+        may lack one: the op's verification reports it, passes see no machine)."""
+        needed = [("sym_name", StringAttr), ("dram_ports", DenseIntsAttr)]
+        needed += [(f.name, _attr_kind(f.name)) for f in _FIELDS if f.name not in _OPTIONAL]
+        return all(isinstance(self.attributes.get(name), kind) for name, kind in needed)
+
+    @property
     def machine(self) -> Machine:
         """The plain Machine this op describes."""
         values: dict[str, object] = {}
@@ -117,7 +125,7 @@ def machine_of(module: Operation) -> Machine | None:
     for op in module.regions[0].blocks[0].ops if module.regions and module.regions[0].blocks else ():
         name = op.attributes.get("sym_name")
         if isinstance(op, MachineOp) and isinstance(name, StringAttr) and name.value == target.root:
-            return op.machine
+            return op.machine if op.complete else None  # the op's own verification names what is missing
     return None
 
 

@@ -7,6 +7,7 @@ naming the flag) and that no traceback is printed.
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -304,3 +305,19 @@ def test_tools_collect_garbage_rarely_while_they_run_and_restore_it() -> None:
 
     assert guarded("crane-opt", body, debug=False) == 3
     assert seen == [GC_THRESHOLDS] and gc.get_threshold() == before
+
+
+@pytest.mark.parametrize("field", ["cols", "sram_bytes", "dram_ports"])
+def test_a_machine_missing_a_field_is_reported_at_the_machine(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                              field: str) -> None:
+    scheduled = tmp_path / "s.mlir"
+    status, err, _ = _call(opt.main, capsys, _write(tmp_path, _net()), "--machine", "edge", "-p", "segment",
+                           "-o", scheduled)
+    assert status == 0, err
+    text = scheduled.read_text()
+    cut = re.sub(rf", {field} = (array<[^>]*>|[^,}}]+)", "", text, count=1)
+    assert cut != text
+    broken = _write(tmp_path, cut, "broken.mlir")
+    status, err, _ = _call(opt.main, capsys, broken, "-p", "map,codegen,alloc", "-o", tmp_path / "t.mlir")
+    assert status == 1 and f"'hw.machine' op requires attribute '{field}'" in err.splitlines()[0], err
+    assert err.startswith(f"{broken}:")
