@@ -100,12 +100,6 @@ def window_out(
     kind: str, axis: str, size: int, kernel: int, stride: int, dilation: int,
     pads: tuple[int, int], ceil_mode: bool = False,
 ) -> int:
-    extent = dilation * (kernel - 1) + 1
-    if max(pads) >= extent:
-        # A window inside the padding alone sees no input: tiles would load nothing for it.
-        raise ShapeError(f"{kind} {axis} padding {pads[0]}+{pads[1]} reaches the kernel extent {extent} "
-                         f"(kernel {kernel}, dilation {dilation}): some outputs would see padding only; "
-                         f"use padding below {extent} on each side", "padding")
     span = size + pads[0] + pads[1] - dilation * (kernel - 1) - 1
     out = (-(-span // stride) if ceil_mode else span // stride) + 1
     if ceil_mode and (out - 1) * stride >= size + pads[0]:

@@ -69,9 +69,9 @@ def test_same_padding_is_tf_style_and_asymmetric_when_needed() -> None:
 
 def test_explicit_padding_forms() -> None:
     n = net(IMG + "  a = conv2d(x, out=3, kernel=3, padding=1);\n  b = conv2d(x, out=3, kernel=3, padding=[1, 0]);\n"
-            "  c = conv2d(x, out=3, kernel=3, padding=[0, 1, 2, 1]);\n  d = conv2d(x, out=3, kernel=3, padding=valid);")
-    assert [layer.attrs["padding"] for layer in n.layers] == [(1, 1, 1, 1), (1, 1, 0, 0), (0, 1, 2, 1), (0, 0, 0, 0)]
-    assert [layer.out_shape[2:] for layer in n.layers] == [(8, 8), (8, 6), (7, 9), (6, 6)]
+            "  c = conv2d(x, out=3, kernel=3, padding=[0, 1, 2, 3]);\n  d = conv2d(x, out=3, kernel=3, padding=valid);")
+    assert [layer.attrs["padding"] for layer in n.layers] == [(1, 1, 1, 1), (1, 1, 0, 0), (0, 1, 2, 3), (0, 0, 0, 0)]
+    assert [layer.out_shape[2:] for layer in n.layers] == [(8, 8), (8, 6), (7, 11), (6, 6)]
 
 
 def test_conv_weights_are_oihw_and_depthwise_sets_groups() -> None:
