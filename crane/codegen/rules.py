@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from crane.codegen.boxes import Box, extent, full, split_span, volume, with_axis
+from crane.codegen.ownership import CodegenError
 from crane.dialects.graph import LayerOp
 from crane.dialects.graph_grad import AccumulateOp, GradOp, UpdateOp
 from crane.dialects.layers.definition import Lowering
@@ -148,6 +149,11 @@ def _spatial(op: Operation, out: Box) -> tuple[tuple[int, int], tuple[int, int],
     window = _window(op)
     rows, top, bottom = axis_input(Interval(*out[2]), x[2], window, 0)
     cols, left, right = axis_input(Interval(*out[3]), x[3], window, 1)
+    if rows.stop <= rows.start or cols.stop <= cols.start:
+        # A tile would load an empty input buffer; spatial-tile refuses such grids the same way.
+        raise CodegenError(f"the part of this op writing output rows {out[2][0]}..{out[2][1] - 1}, cols "
+                           f"{out[3][0]}..{out[3][1] - 1} reads only padding (its windows see no input); "
+                           f"codegen cannot run it: use padding below the kernel extent", op)
     attrs: dict[str, Attribute] = {"padding": DenseIntsAttr((top, bottom, left, right))}
     return (rows.start, rows.stop), (cols.start, cols.stop), attrs
 

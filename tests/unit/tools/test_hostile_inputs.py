@@ -321,3 +321,18 @@ def test_a_machine_missing_a_field_is_reported_at_the_machine(tmp_path: Path, ca
     status, err, _ = _call(opt.main, capsys, broken, "-p", "map,codegen,alloc", "-o", tmp_path / "t.mlir")
     assert status == 1 and f"'hw.machine' op requires attribute '{field}'" in err.splitlines()[0], err
     assert err.startswith(f"{broken}:")
+
+
+def test_a_part_reading_only_padding_is_refused_at_its_op(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Legal (the interpreter runs it), but a tile whose output rows all lie in the padding
+    # would load an empty buffer: codegen refuses it at the op, as spatial-tile does.
+    source = ("machine small extends edge { mesh 2 x 2; sram 256 KiB; }\nnetwork n {\n  machine small;\n"
+              "  input x: f32[1, 3, 16, 16];\n  c = relu(conv2d(x, out=8, kernel=3, padding=64));\n"
+              "  d = conv2d(max_pool2d(c, kernel=2), out=8, kernel=3, stride=2, padding=same);\n"
+              "  y = linear(flatten(global_avg_pool(d)), out=10);\n  output y;\n}\n")
+    path = _write(tmp_path, source)
+    status, err, _ = _call(opt.main, capsys, path, "-p", "lower-to-tile", "-o", tmp_path / "t.mlir")
+    assert status == 1 and err.startswith(f"{path}:5:12: error: the schedule cannot be lowered: "), err
+    assert "reads only padding" in err.splitlines()[0] and not (tmp_path / "t.mlir").exists()
+    status, err, _ = _call(run.main, capsys, path)
+    assert status == 0, err
