@@ -65,8 +65,8 @@ RESTART_EVERY = 150
 """Tasks a worker runs before it is replaced (its caches grow)."""
 OUT_OF_MEMORY = "error: out of memory"
 """What the tools say when the host runs out of memory (see ``crane.tools.guard``). A worker
-that has run many tasks holds caches and a fragmented heap, so a run that says it is run
-again in a fresh worker; only an input that exhausts a fresh one is a finding."""
+that has run many tasks holds caches and a fragmented heap, so a run that says this runs
+again in a fresh worker; only an input that exhausts a fresh worker is a finding."""
 
 
 @dataclass

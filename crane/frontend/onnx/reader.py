@@ -204,8 +204,8 @@ def default_opset(model: Any, filename: str) -> int:
         if entry.domain not in DEFAULT_DOMAINS:
             continue
         if not 1 <= entry.version <= MAX_OPSET:
-            raise file_error(filename, f"the default operator set's version {entry.version} is not a version "
-                                       f"(1..{MAX_OPSET})")
+            raise file_error(filename, f"the default operator set's version {entry.version} is outside "
+                                       f"1..{MAX_OPSET}")
         return int(entry.version)
     raise file_error(filename, "the model imports no version of the default ONNX operator set")
 

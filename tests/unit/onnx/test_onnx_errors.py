@@ -293,8 +293,8 @@ def test_a_constant_attribute_whose_data_disagrees_with_its_type() -> None:
 def test_an_operator_set_version_out_of_range(version: int) -> None:
     model = _model(lambda g, x: g.op("Relu", [x]))
     model.opset_import[0].version = version
-    assert _error(model) == (f"error: m.onnx: the default operator set's version {version} is not a version "
-                             f"(1..2147483647)")
+    assert _error(model) == (f"error: m.onnx: the default operator set's version {version} is outside "
+                             f"1..2147483647")
 
 
 @pytest.mark.parametrize(("shape", "message"), [
