@@ -145,17 +145,23 @@ def _pad(op: Operation) -> tuple[int, int, int, int]:
 
 def _spatial(op: Operation, out: Box) -> tuple[tuple[int, int], tuple[int, int], dict[str, Attribute]]:
     """Input rows and cols (clipped) and the border padding of a window op's output box."""
-    x = shape_of(op.operands[0])
-    window = _window(op)
-    rows, top, bottom = axis_input(Interval(*out[2]), x[2], window, 0)
-    cols, left, right = axis_input(Interval(*out[3]), x[3], window, 1)
+    rows, cols, padding = window_input(op, _window(op), out[2], out[3], shape_of(op.operands[0])[2:4])
+    return rows, cols, {"padding": DenseIntsAttr(padding)}
+
+
+def window_input(op: Operation, window: Window, out_rows: tuple[int, int], out_cols: tuple[int, int],
+                 size: tuple[int, ...]) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int, int, int]]:
+    """The input rows and cols (clipped to ``size``) that the outputs over ``out_rows`` x
+    ``out_cols`` of ``op``'s ``window`` read, and the border padding (top, bottom, left,
+    right) they see; a ``CodegenError`` at the op when those windows read only padding."""
+    rows, top, bottom = axis_input(Interval(*out_rows), size[0], window, 0)
+    cols, left, right = axis_input(Interval(*out_cols), size[1], window, 1)
     if rows.stop <= rows.start or cols.stop <= cols.start:
         # A tile would load an empty input buffer; spatial-tile refuses such grids the same way.
-        raise CodegenError(f"the part of this op writing output rows {out[2][0]}..{out[2][1] - 1}, cols "
-                           f"{out[3][0]}..{out[3][1] - 1} reads only padding (its windows see no input); "
+        raise CodegenError(f"the part of this op over output rows {out_rows[0]}..{out_rows[1] - 1}, cols "
+                           f"{out_cols[0]}..{out_cols[1] - 1} reads only padding (its windows see no input); "
                            f"codegen cannot run it: use padding below the kernel extent", op)
-    attrs: dict[str, Attribute] = {"padding": DenseIntsAttr((top, bottom, left, right))}
-    return (rows.start, rows.stop), (cols.start, cols.stop), attrs
+    return (rows.start, rows.stop), (cols.start, cols.stop), (top, bottom, left, right)
 
 
 def conv_groups(op: Operation) -> int:

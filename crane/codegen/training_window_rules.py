@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from crane.codegen.boxes import Box, extent
-from crane.codegen.rules import Part, int_attr, ints_attr, shape_of
+from crane.codegen.rules import Part, int_attr, ints_attr, shape_of, window_input
 from crane.codegen.training_space import (
     Space,
     TrainingRule,
@@ -23,7 +23,6 @@ from crane.dialects.graph_grad import GradOp
 from crane.ir.attributes import Attribute, BoolAttr, DenseIntsAttr, IntAttr
 from crane.ir.core import Operation
 from crane.tiling.layers import Window
-from crane.tiling.regions import Interval, axis_input
 
 # ----- convolution
 
@@ -128,17 +127,15 @@ def _conv_weight_part(op: Operation, box: Box) -> Part:
     groups = _groups(op, c)
     kb = _units(gb, _channel_unit(op, k, c))
     o_w = shape_of(op.forward_weights[0])
-    win = _window(op)
-    rows, top, bottom = axis_input(Interval(*hb), h, win, 0)
-    cols, left, right = axis_input(Interval(*wb), w, win, 1)
-    attrs: dict[str, Attribute] = {"padding": DenseIntsAttr((top, bottom, left, right)),
+    rows, cols, padding = window_input(op, _window(op), hb, wb, (h, w))
+    attrs: dict[str, Attribute] = {"padding": DenseIntsAttr(padding),
                                    "out": IntAttr(kb[1] - kb[0]), "depthwise": BoolAttr(False)}
     channels = (0, c) if groups == 1 else _units(gb, c // groups)
     if groups > 1:
         attrs["groups"] = IntAttr(gb[1] - gb[0])
     placeholders = {2: (kb[1] - kb[0], *o_w[1:]), **_bias_placeholder(op, 3, (kb[1] - kb[0],))}
     attrs.update(shape_only(placeholders))
-    ins: list[Box | None] = [(nb, kb, hb, wb), (nb, channels, (rows.start, rows.stop), (cols.start, cols.stop)), None]
+    ins: list[Box | None] = [(nb, kb, hb, wb), (nb, channels, rows, cols), None]
     ins += [None for _ in op.operands[3:]]
     space = _conv_weight_space(op)
     partial = is_partial(box, space, (1, 2, 3))

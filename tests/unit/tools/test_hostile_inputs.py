@@ -336,3 +336,15 @@ def test_a_part_reading_only_padding_is_refused_at_its_op(tmp_path: Path, capsys
     assert "reads only padding" in err.splitlines()[0] and not (tmp_path / "t.mlir").exists()
     status, err, _ = _call(run.main, capsys, path)
     assert status == 0, err
+
+
+def test_a_weight_gradient_part_reading_only_padding_is_refused_at_its_op(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    source = ("network n {\n  machine edge;\n  input x: f32[batch, 3, 8, 8];\n  input labels: int32[batch];\n"
+              "  c = relu(batchnorm(conv2d(x, out=4, kernel=3, padding=3)));\n"
+              "  logits = linear(flatten(avg_pool2d(c, kernel=2)), out=5);\n  output logits;\n"
+              "  train {\n    loss cross_entropy(logits, labels);\n    optimizer sgd(lr=0.1);\n    batch 2;\n  }\n}\n")
+    path = _write(tmp_path, source)
+    status, err, _ = _call(opt.main, capsys, path, "-p", "lower-to-tile", "-o", tmp_path / "t.mlir")
+    assert status == 1 and err.startswith(f"{path}:5:22: error: the schedule cannot be lowered: "), err
+    assert "reads only padding" in err.splitlines()[0] and not (tmp_path / "t.mlir").exists()
