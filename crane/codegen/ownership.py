@@ -1,13 +1,11 @@
 """Which workload layer (schedule column) executes each graph op.
 
 The scheduler's layers come from :mod:`crane.schedule.from_graph`: one per compute op,
-unary ops and norms merged into their producer, attention split into ``.qkv``, ``.core``
-and the projection. Codegen replays the same walk and records, for every op, the layer
+unary ops and norms merged into their producer, a whole attention one layer. Codegen
+replays the same walk and records, for every op, the layer
 whose tiles run it:
 
-* a compute op and the unary ops merged into it run on that layer's tiles; a whole
-  ``graph.attention`` runs on the tiles of its projection layer (``<name>``), so its
-  ``.qkv`` and ``.core`` columns have no instructions of their own;
+* a compute op and the unary ops merged into it run on that layer's tiles;
 * transparent ops (reshape, flatten, transpose, slice, concat, dropout) and embeddings run
   with the first layer that reads their result (else with the layer of their input);
 * a loss runs with the layer of its prediction;

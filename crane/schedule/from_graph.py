@@ -5,17 +5,18 @@ One ``LayerWork`` per compute op, per sample, at the machine's element width:
 * ``conv2d`` (kind ``conv``), ``linear`` (``fc``) and ``matmul`` (``matmul``) are GEMM
   layers; their MACs come from the op's ``accounting()``, their vector work is what the
   accounting counts beyond ``2 * MACs`` (bias adds);
-* ``attention`` becomes three layers: ``<name>.qkv`` (the Q, K and V projections),
-  ``<name>.core`` (QK^T, softmax and AV, no weights) and ``<name>`` (the output
-  projection); their MACs add up to the op's accounting;
+* ``attention`` is one layer (kind ``attention``), as codegen runs it: its projections,
+  QK^T, softmax and AV on the same tiles, split by batch only, with all of the op's
+  weights (an expanded attention, ``expand-attention``, is GEMM layers like any other);
 * pools are vector layers (``pool``), ``add`` / ``mul`` are ``eltwise`` layers;
 * unary elementwise ops and norms (relu, gelu, batchnorm, layernorm, softmax, ...) merge
   into the layer producing their input when they are its only user, else they become
   ``vector`` layers of their own;
 * ``reshape``, ``flatten``, ``transpose``, ``slice``, ``concat`` and (at inference)
   ``dropout`` are transparent: edges run through them to the layers behind; ``graph.weight``
-  values count as weight bytes of the layer reading them; ``embedding`` is a gather from
-  DRAM, so its result counts as network input (its table is not loaded on chip);
+  values count as weight bytes of the layer reading them; ``embedding`` runs with the
+  first layer reading its result (as codegen runs it): that layer reads the ids from
+  outside and loads the table as weights;
 * a loss merges into the layer making its input, as codegen runs it (a loss left without
   one is left out); the ops of a training step (gradients, accumulations, optimizer state
   and updates) are left out: the workload of a trained function is its forward pass, plus
@@ -53,7 +54,7 @@ from crane.ir.types import TensorType
 
 GEMM_WORK = frozenset({Work.CONV, Work.FC, Work.MATMUL})
 """Kinds that make a GEMM layer of their own (``LayerKind.work``)."""
-LAYER_WORK = GEMM_WORK | {Work.POOL, Work.ELTWISE, Work.VECTOR}
+LAYER_WORK = GEMM_WORK | {Work.ATTENTION, Work.POOL, Work.ELTWISE, Work.VECTOR}
 """Kinds that make a layer labelled with their ``Work`` value (a vector op only when it
 cannot merge into the layer making its input)."""
 
@@ -141,6 +142,8 @@ class WorkloadBuilder:
         self.layers: list[_Layer] = []
         self.flows: dict[Value, Flow] = {}
         self.weights: dict[Value, int] = {}
+        self.tables: dict[Value, int] = {}
+        """Table bytes behind a gathered value, loaded by the first layer reading it."""
         self.owner: dict[Value, _Layer] = {}
         self.names: set[str] = set()
         self.optimizer_ops = 0
@@ -168,6 +171,7 @@ class WorkloadBuilder:
             if v in self.weights:
                 weight_bytes += self.weights[v]
                 continue
+            weight_bytes += self.tables.pop(v, 0)
             _merge(flow, self.flows.get(v, {None: self.sample_bytes(v)}))
         return flow, weight_bytes
 
@@ -199,9 +203,7 @@ class WorkloadBuilder:
         if work is Work.TRANSPARENT:
             self.transparent(op)
         elif work is Work.GATHER:
-            self.flows[op.results[0]] = {None: self.sample_bytes(op.results[0])}
-        elif work is Work.ATTENTION:
-            self.attention(op)
+            self.gather(op)
         elif work is Work.VECTOR and self.mergeable(op):
             self.merge_unary(op)
         elif work in LAYER_WORK:
@@ -218,6 +220,16 @@ class WorkloadBuilder:
         for v in inputs:
             _merge(flow, self.flows.get(v, {None: self.sample_bytes(v)}), scale)
         self.flows[op.results[0]] = flow
+        tables = sum(self.tables.pop(v, 0) for v in inputs)
+        if tables:
+            self.tables[op.results[0]] = tables
+
+    def gather(self, op: LayerOp) -> None:
+        """An embedding runs with its first reader (``crane.codegen.ownership``), whose tiles
+        load the table and pick its rows by the ids: the reader reads the ids from outside
+        and the table as weights."""
+        self.flows[op.results[0]] = self.read(op.inputs)[0]
+        self.tables[op.results[0]] = self.read(op.weights)[1]
 
     def mergeable(self, op: LayerOp) -> bool:
         source = op.inputs[0]
@@ -239,13 +251,18 @@ class WorkloadBuilder:
         out = _shape(op.results[0])
         macs = self.per_sample(figures["macs"])
         vector = self.per_sample(layer_flops(op) - 2 * figures["macs"])
-        dims = self.gemm_dims(op, work, out) if work in GEMM_WORK else _vector_dims(out)
+        dims = self.layer_dims(op, work, out)
         name = self.unique(op.results[0], op.kind.name)
         self.add(_Layer(name, work.value, macs, vector, weight_bytes,
                         self.sample_bytes(op.results[0]), dims, flow, gemm=work in GEMM_WORK),
                  op.results[0])
 
-    def gemm_dims(self, op: LayerOp, work: Work, out: tuple[int, ...]) -> Dims:
+    def layer_dims(self, op: LayerOp, work: Work, out: tuple[int, ...]) -> Dims:
+        """The per-sample extents codegen may split the layer's op over."""
+        if work is Work.ATTENTION:  # split by batch only (``Lowering.ATTENTION``)
+            return Dims()
+        if work not in GEMM_WORK:
+            return _vector_dims(out)
         first = _shape(op.inputs[0])
         if work is Work.CONV:
             attrs = op.layer_attrs
@@ -256,33 +273,6 @@ class WorkloadBuilder:
         cols = out[-1] if out else 1
         rows = numel(out) // self.batch // max(1, cols)
         return Dims.matmul(rows, cols, first[-1])
-
-    def attention(self, op: LayerOp) -> None:
-        """Q/K/V projections, the attention core and the output projection."""
-        x = op.inputs[0]
-        memory = op.inputs[-1]
-        _, s, d = _shape(x)
-        sk = _shape(memory)[1]
-        heads = op.layer_attrs["heads"]
-        bias = bool(op.layer_attrs.get("bias"))
-        assert isinstance(heads, int)
-        flow, weight_bytes = self.read(op.operands)  # the projections' weights are the op's weights
-        out_w = weight_bytes // 4
-        db = self.elem_bytes
-        base = self.unique(op.results[0], "attention")
-        qkv = _Layer(f"{base}.qkv", "matmul", (s + 2 * sk) * d * d,
-                     (s + 2 * sk) * d if bias else 0, weight_bytes - out_w,
-                     (s + 2 * sk) * d * db, Dims.matmul(s + 2 * sk, d, d), flow)
-        core = _Layer(f"{base}.core", "attention", 2 * s * sk * d, 5 * heads * s * sk, 0,
-                      s * d * db, Dims.matmul(s, sk * heads, d // heads),
-                      {qkv.name: qkv.output_bytes})
-        proj = _Layer(base, "matmul", s * d * d, s * d if bias else 0, out_w,
-                      self.sample_bytes(op.results[0]), Dims.matmul(s, d, d),
-                      {core.name: core.output_bytes})
-        self.names.update((qkv.name, core.name))
-        self.layers += [qkv, core]
-        self.add(proj, op.results[0])
-
 
 def workload_of(func: Operation, elem_bytes: int = 1) -> Workload:
     """The per-sample ``Workload`` of a ``graph.func``'s forward pass (see the module docstring).

@@ -165,7 +165,8 @@ class Work(Enum):
     FC = "fc"
     MATMUL = "matmul"
     ATTENTION = "attention"
-    """Three layers: the Q/K/V projections, the attention core, the output projection."""
+    """One layer holding the whole op (projections, scores, softmax, context), split by
+    batch only, as ``Lowering.ATTENTION`` runs it."""
     POOL = "pool"
     ELTWISE = "eltwise"
     """A binary elementwise layer of its own."""

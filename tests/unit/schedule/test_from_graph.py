@@ -72,31 +72,23 @@ def test_element_width_scales_bytes() -> None:
         layer.output_bytes for layer in two.layers]
 
 
-def test_attention_splits_into_projections_and_core() -> None:
-    work = workload_of(_func("tiny_transformer"))
-    cores = [layer for layer in work.layers if layer.kind == "attention"]
-    assert len(cores) == 2
-    for core in cores:
-        base = core.name.removesuffix(".core")
-        assert core.predecessors == (f"{base}.qkv",) and core.weight_bytes == 0
-        assert work.successors[core.name] == (base,)
-    # Flatten/reshape/dropout are transparent: every edge joins two compute layers.
-    names = {layer.name for layer in work.layers}
-    assert all(p in names for layer in work.layers for p in layer.predecessors)
-
-
-def test_attention_projections_carry_the_ops_weights() -> None:
+def test_attention_is_one_layer_split_by_batch_only() -> None:
     func = _func("tiny_transformer")
-    work = {layer.name: layer for layer in workload_of(func).layers}
+    work = workload_of(func)
     ops = [op for op in func.walk() if getattr(op, "kind", None) is not None and op.kind.name == "attention"]
-    assert len(ops) == 2
+    layers = {layer.name: layer for layer in work.layers}
+    assert len(ops) == 2 and sum(layer.kind == "attention" for layer in work.layers) == 2
     for op in ops:
-        base = op.results[0].name_hint
+        layer = layers[op.results[0].name_hint]
+        assert layer.kind == "attention"
+        # Codegen splits the op by batch only: no per-sample extent to partition.
+        assert layer.dims.partitionable == (1, 1, 1)
+        # The whole op's work, per sample (the graph's batch is 4).
+        assert layer.macs == op.accounting()["macs"] // 4
         # The Q, K, V and output projections' matrices and biases, one byte per element.
-        weights = sum(numel(w.type.shape) for w in op.weights)
-        assert weights == 4 * (32 * 32 + 32)
-        assert work[f"{base}.qkv"].weight_bytes == 3 * weights // 4
-        assert work[base].weight_bytes == weights // 4
+        assert layer.weight_bytes == sum(numel(w.type.shape) for w in op.weights) == 4 * (32 * 32 + 32)
+    # Flatten/reshape/dropout are transparent: every edge joins two compute layers.
+    assert all(p in layers for layer in work.layers for p in layer.predecessors)
 
 
 def test_rejects_non_graph_ops() -> None:
@@ -140,3 +132,4 @@ def test_a_training_step_counts_its_loss_and_its_optimizer_updates(name: str) ->
     # The loss runs with the layer making the logits (codegen's ownership of it).
     last, before = trained.layers[-1], inference.layers[-1]
     assert last.vector_ops > before.vector_ops and last.refreshes
+
