@@ -140,11 +140,14 @@ class Workload:
     optimizer_vector_ops: int = 0
     """Vector operations of one optimizer step over every weight (a training step's
     updates; 0 when the function trains nothing)."""
+    optimizer_state_bytes: int = 0
+    """Bytes of the optimizer's state (momenta, moments) that a training step's updates read
+    and write (its ``graph.optimizer_state`` values; 0 for plain SGD or no updates)."""
     _index: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, name: str, layers: Iterable[LayerWork], elem_bytes: int = 1,
-           optimizer_vector_ops: int = 0) -> Workload:
+           optimizer_vector_ops: int = 0, optimizer_state_bytes: int = 0) -> Workload:
         """Validate and build: unique names, predecessors defined before use."""
         ordered = tuple(layers)
         index: dict[str, int] = {}
@@ -156,7 +159,8 @@ class Workload:
                 raise ValueError(f"layer {layer.name!r} reads undefined {missing}")
             index[layer.name] = pos
         return cls(name=name, layers=ordered, elem_bytes=elem_bytes,
-                   optimizer_vector_ops=optimizer_vector_ops, _index=index)
+                   optimizer_vector_ops=optimizer_vector_ops,
+                   optimizer_state_bytes=optimizer_state_bytes, _index=index)
 
     def __len__(self) -> int:
         return len(self.layers)

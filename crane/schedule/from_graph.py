@@ -20,7 +20,8 @@ One ``LayerWork`` per compute op, per sample, at the machine's element width:
 * a loss merges into the layer making its input, as codegen runs it (a loss left without
   one is left out); the ops of a training step (gradients, accumulations, optimizer state
   and updates) are left out: the workload of a trained function is its forward pass, plus
-  the updates' vector work (``Workload.optimizer_vector_ops``). A GEMM layer with ops
+  the updates' vector work and state (``Workload.optimizer_vector_ops`` and
+  ``optimizer_state_bytes``). A GEMM layer with ops
   merged after it ``refreshes``: its backward from a saved output runs its forward work
   again (``LayerWork.refreshes``), as codegen's training ops do.
 
@@ -147,6 +148,7 @@ class WorkloadBuilder:
         self.owner: dict[Value, _Layer] = {}
         self.names: set[str] = set()
         self.optimizer_ops = 0
+        self.optimizer_state_bytes = 0
 
     def sample_bytes(self, value: Value) -> int:
         return numel(_shape(value)) // self.batch * self.elem_bytes
@@ -183,6 +185,8 @@ class WorkloadBuilder:
     def visit(self, op: Operation) -> None:
         if isinstance(op, UpdateOp):
             self.optimizer_ops += op.accounting()["optimizer_flops"]
+        if isinstance(op, OptimizerStateOp):
+            self.optimizer_state_bytes += numel(_shape(op.results[0])) * self.elem_bytes
         if isinstance(op, TRAINING_OPS):
             return
         if isinstance(op, WeightOp):
@@ -288,4 +292,4 @@ def workload_of(func: Operation, elem_bytes: int = 1) -> Workload:
     name = func.attributes.get("sym_name")
     label = name.value if isinstance(name, StringAttr) else "network"
     return Workload.of(label, [layer.freeze() for layer in builder.layers], elem_bytes,
-                       builder.optimizer_ops)
+                       builder.optimizer_ops, builder.optimizer_state_bytes)

@@ -37,6 +37,8 @@ from crane.schedule.search import BlockChoice, BlockSolver, Schedule
 
 OPTIMIZER_COPIES = 4
 """Weights, gradients and two optimizer moments are resident in DRAM during training."""
+ASSUMED_MOMENTS = 2
+"""Optimizer state per weight of a function whose updates are not in the graph yet."""
 RECOMPUTE = ("crane", "keep", "full")
 
 
@@ -166,9 +168,17 @@ def plan_block(choice: BlockChoice, batch: int, retained: int, machine: Machine,
 
 
 def optimizer_step(workload: Workload, machine: Machine) -> BlockCost:
-    """Read weights, gradients and moments, write weights and moments once per step, and
-    run the updates' vector work spread over every tile (the longer of the two)."""
-    nbytes = workload.total_weight_bytes * (OPTIMIZER_COPIES + 3)
+    """Read the weights and the optimizer's state and write both back once per step, and
+    run the updates' vector work spread over every tile (the longer of the two).
+
+    The weight gradients do not cross DRAM: codegen runs each update on the tiles that
+    made its gradient, right after it. The state is what the step's updates read
+    (``Workload.optimizer_state_bytes``); a function without updates (a forward pass
+    planned for training) is assumed to use two moments per weight, as Adam does."""
+    weights = workload.total_weight_bytes
+    state = workload.optimizer_state_bytes if workload.optimizer_vector_ops \
+        else ASSUMED_MOMENTS * weights
+    nbytes = 2 * (weights + state)
     t = Traffic(dram_bytes=nbytes)
     ops = workload.optimizer_vector_ops
     compute = ops / (machine.vector_lanes * machine.tiles)

@@ -11,6 +11,7 @@ from crane.dialects import default_context
 from crane.dialects.graph_batch import graph_batch
 from crane.dialects.graph_grad import UpdateOp
 from crane.dialects.layers.values import numel
+from crane.hardware.machine import Machine
 from crane.ir.core import Operation
 from crane.ir.diagnostics import DiagnosticEngine
 from crane.passes.autodiff import Autodiff
@@ -18,6 +19,7 @@ from crane.passes.context import PassContext
 from crane.passes.generic.op_stats import collect_op_stats
 from crane.schedule.block import Block, gradient_block
 from crane.schedule.from_graph import workload_of
+from crane.schedule.training import optimizer_step
 from crane.tools.inputs import translate
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -133,3 +135,27 @@ def test_a_training_step_counts_its_loss_and_its_optimizer_updates(name: str) ->
     last, before = trained.layers[-1], inference.layers[-1]
     assert last.vector_ops > before.vector_ops and last.refreshes
 
+
+@pytest.mark.parametrize(("name", "copies"), [("tiny_resnet", 1), ("tiny_transformer", 2)])
+def test_the_optimizer_step_moves_weights_and_state_not_gradients(name: str, copies: int) -> None:
+    """Each update reads and writes its weight and its state (codegen keeps the gradient on
+    the tiles that made it): SGD with momentum keeps one copy of the weights, Adam two."""
+    machine = Machine.edge()
+    step = workload_of(_trained(name), machine.data_bytes)
+    weights = step.total_weight_bytes
+    assert step.optimizer_state_bytes == copies * weights
+    assert optimizer_step(step, machine).traffic.dram_bytes == 2 * (1 + copies) * weights
+
+
+def test_an_embeddings_table_is_loaded_by_its_first_reader() -> None:
+    """Codegen runs an embedding with the layer reading it, whose tiles load the table and
+    pick rows by the ids: that layer reads the ids from outside and the table as weights."""
+    func = _func("tiny_transformer")
+    work = workload_of(func)
+    tables = sum(numel(op.weights[0].type.shape) for op in func.walk()
+                 if getattr(op, "kind", None) is not None and op.kind.name == "embedding")
+    first = work.layers[0]  # add(embedding(tokens), embedding(positions))
+    assert first.kind == "eltwise" and first.weight_bytes == tables == (100 + 16) * 32
+    assert first.external_input_bytes == 2 * 16  # two rows of 16 ids per sample
+    assert sum(layer.weight_bytes for layer in work.layers[1:]) == \
+        work.total_weight_bytes - tables

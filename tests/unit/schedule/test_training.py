@@ -95,8 +95,10 @@ def test_the_optimizer_step_runs_its_updates_on_every_tile() -> None:
     machine = Machine.edge()
     moved = optimizer_step(net, machine)
     ops = 4 * machine.vector_lanes * machine.tiles * int(moved.latency_cycles + 1)
-    updating = optimizer_step(replace(net, optimizer_vector_ops=ops), machine)
+    updating = optimizer_step(replace(net, optimizer_vector_ops=ops,
+                                      optimizer_state_bytes=2 * net.total_weight_bytes), machine)
     assert moved.compute_cycles == 0
     assert updating.compute_cycles == ops / (machine.vector_lanes * machine.tiles)
     assert updating.latency_cycles == updating.compute_cycles > moved.latency_cycles
     assert updating.energy_pj == moved.energy_pj + ops * machine.vector_op_pj
+
