@@ -33,6 +33,7 @@ from crane.codegen.training_division import (
     training_divisions,
     training_steps,
 )
+from crane.dialects.graph_grad import UpdateOp
 from crane.ir.attributes import Attribute
 from crane.ir.core import Operation, Value
 
@@ -70,7 +71,7 @@ class TrainingEmitter(Statistics):
         options = training_divisions(op, len(home.tiles))
         if not options:
             return False
-        division = min(options, key=lambda o: (self._arrivals(op, o, home.tiles), -len(o.boxes)))
+        division = min(options, key=lambda o: self._division_rank(op, o, home.tiles))
         held = self._held(division.parts)
         runs = [self._run_of(op, tile, box, part, held, home.port)
                 for tile, box, part in zip(home.tiles, division.boxes, division.parts, strict=False)]
@@ -88,6 +89,17 @@ class TrainingEmitter(Statistics):
                 self._close(op, run, k)
         self._finish(op, runs, home.port)
         return True
+
+    def _division_rank(self, op: Operation, division: Division,
+                       tiles: Sequence[int]) -> tuple[int, int]:
+        """Smaller is better: the fewest bytes to receive, then the most tiles. An optimizer
+        update takes the most tiles first: its weight and state come from DRAM and go back
+        (six copies of its box for Adam), which a split spreads over the tiles' ports and
+        vector units, against at most its gradient box received over the NoC."""
+        arrivals = self._arrivals(op, division, tiles)
+        if isinstance(op, UpdateOp):
+            return -len(division.boxes), arrivals
+        return arrivals, -len(division.boxes)
 
     def _arrivals(self, op: Operation, division: Division, tiles: Sequence[int]) -> int:
         """Bytes the tiles of ``division`` must receive (operand boxes they do not hold
