@@ -185,8 +185,9 @@ class Segment(Pass):
     (see ``crane.dialects.segment``). ``recompute`` chooses what forward keeps. DRAM must
     hold the weights, their gradients, the optimizer state and the saved activations; a
     step that cannot fit is an error naming the capacity it needs. The schedule's total
-    includes the optimizer update (one pass over weights, gradients and moments), which
-    is not a block.
+    includes the optimizer update (the weights and the optimizer's state read and written
+    once; the gradients stay on chip, as codegen runs each update beside its gradient),
+    which is not a block.
 
     ``mode=inference`` schedules the forward pass of a network that has a training section
     (``codegen`` refuses a schedule that does not match its function: a training schedule
