@@ -111,7 +111,8 @@ def owners(func: FuncOp, training: bool, forward_only: bool = True) -> Ownership
             direct[op] = owner.name
         else:
             pending.append(op)
-    _adopt(pending, direct, {op: k for k, op in enumerate(order)})
+    _adopt(pending, direct, {op: k for k, op in enumerate(order)},
+           {layer.name: k for k, layer in enumerate(builder.layers)})
     forward = [(op, direct[op]) for op in order if op in direct]
     backward_ops = [op for op in order if not isinstance(op, LayerOp | WeightOp | OptimizerStateOp)]
     backward = _backward_owners(backward_ops, direct)
@@ -125,15 +126,19 @@ def _producer_layer(value: Value, direct: dict[Operation, str]) -> str | None:
 
 
 def _adopt(pending: list[Operation], direct: dict[Operation, str],
-           position: dict[Operation, int]) -> None:
-    """Transparent ops, embeddings and losses join the layer of their first user in graph
-    order (not use-list order, which a rewrite inserting users reorders), else of a
-    producer."""
+           position: dict[Operation, int], layer_rank: dict[str, int]) -> None:
+    """Transparent ops, embeddings and losses join the layer of their user that runs first
+    (the earliest layer in the workload's order, then the first in graph order; not
+    use-list order, which a rewrite inserting users reorders), else of a producer. A value
+    that a later layer also reads through a chain of transparent ops (ShuffleNet's channel
+    split and shuffle feed both the next unit and, unchanged, the one after) is then made
+    before its first reader needs it, and stored for the later one."""
     for op in reversed(pending):
         if isinstance(op, LayerOp) and op.kind.is_loss:
             continue
         readers = sorted((u for v in op.results for u in v.users() if u in direct),
-                         key=lambda u: position.get(u, len(position)))
+                         key=lambda u: (layer_rank.get(direct[u], len(layer_rank)),
+                                        position.get(u, len(position))))
         users = [direct[u] for u in readers]
         if users:
             direct[op] = users[0]
