@@ -2,12 +2,11 @@
 
 The scheduler's layers come from :mod:`crane.schedule.from_graph`: one per compute op,
 unary ops and norms merged into their producer, a whole attention one layer. Codegen
-replays the same walk and records, for every op, the layer
-whose tiles run it:
+replays the same walk and records, for every op, the layer whose tiles run it:
 
 * a compute op and the unary ops merged into it run on that layer's tiles;
 * transparent ops (reshape, flatten, transpose, slice, concat, dropout) and embeddings run
-  with the first layer that reads their result (else with the layer of their input);
+  with the earliest layer that reads their result (else with the layer of their input);
 * a loss runs with the layer of its prediction;
 * training ops (after ``autodiff``) are *backward* ops: a gradient op runs on the tiles of
   the forward op it differentiates, an optimizer update with the layer reading the weight,
