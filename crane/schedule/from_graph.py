@@ -15,7 +15,7 @@ One ``LayerWork`` per compute op, per sample, at the machine's element width:
 * ``reshape``, ``flatten``, ``transpose``, ``slice``, ``concat`` and (at inference)
   ``dropout`` are transparent: edges run through them to the layers behind; ``graph.weight``
   values count as weight bytes of the layer reading them; ``embedding`` runs with the
-  first layer reading its result (as codegen runs it): that layer reads the ids from
+  earliest layer reading its result (as codegen runs it): that layer reads the ids from
   outside and loads the table as weights;
 * a loss merges into the layer making its input, as codegen runs it (a loss left without
   one is left out); the ops of a training step (gradients, accumulations, optimizer state
@@ -144,7 +144,7 @@ class WorkloadBuilder:
         self.flows: dict[Value, Flow] = {}
         self.weights: dict[Value, int] = {}
         self.tables: dict[Value, int] = {}
-        """Table bytes behind a gathered value, loaded by the first layer reading it."""
+        """Table bytes behind a gathered value, loaded by the earliest layer reading it."""
         self.owner: dict[Value, _Layer] = {}
         self.names: set[str] = set()
         self.optimizer_ops = 0
@@ -229,7 +229,7 @@ class WorkloadBuilder:
             self.tables[op.results[0]] = tables
 
     def gather(self, op: LayerOp) -> None:
-        """An embedding runs with its first reader (``crane.codegen.ownership``), whose tiles
+        """An embedding runs with its earliest reader (``crane.codegen.ownership``), whose tiles
         load the table and pick its rows by the ids: the reader reads the ids from outside
         and the table as weights."""
         self.flows[op.results[0]] = self.read(op.inputs)[0]
