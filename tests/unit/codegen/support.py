@@ -11,11 +11,15 @@ import dataclasses
 from functools import cache
 from pathlib import Path
 
+from crane.codegen.lower import lower_func
+from crane.codegen.program import TileModule
+from crane.codegen.to_ir import tile_ops
 from crane.dialects import default_context
 from crane.dialects.builtin import ModuleOp
 from crane.dialects.graph import FuncOp
 from crane.dialects.hw import MachineOp, machine_of
 from crane.dialects.segment import BlockOp, ScheduleOp
+from crane.exec.tile_sim.check import CheckReport, check
 from crane.hardware.machine import DramPort, Machine
 from crane.ir.attributes import ArrayAttr, DenseIntsAttr
 from crane.ir.builder import Builder, InsertPoint
@@ -109,3 +113,27 @@ def _prepared(name: str, rows: int, cols: int, training: bool, batch: int,
                              recompute=recompute, mode=mode))  # type: ignore[arg-type]
     simple_placement(module)
     return module
+
+
+def lowered_and_checked(module: ModuleOp, machine: Machine) -> tuple[TileModule, CheckReport]:
+    """The tile programs of a scheduled, placed module (appended to it), and the functional
+    simulator's comparison of them with the reference interpreter."""
+    func = next(op for op in body(module) if isinstance(op, FuncOp))
+    schedule = next(op for op in body(module) if isinstance(op, ScheduleOp))
+    made = lower_func(func, schedule, machine)
+    block = module.regions[0].blocks[0]
+    for op in tile_ops(made):
+        block.append(op)
+    return made, check(module)
+
+
+def network_lowered_and_checked(text: str, filename: str, mesh: int,
+                                max_block: int = 4) -> tuple[TileModule, CheckReport]:
+    """A ``.crn`` network on a ``mesh`` x ``mesh`` mesh, scheduled, placed simply, then
+    :func:`lowered_and_checked`."""
+    module = translate("crn", text, filename, default_context())
+    assert isinstance(module, ModuleOp)
+    machine = set_mesh(module, mesh, mesh)
+    run_pass(module, Segment(time_limit=0.01, max_block=max_block))
+    simple_placement(module)
+    return lowered_and_checked(module, machine)

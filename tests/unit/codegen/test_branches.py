@@ -6,17 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from crane.codegen.lower import lower_func
 from crane.codegen.program import Compute
-from crane.codegen.to_ir import tile_ops
-from crane.dialects import default_context
-from crane.dialects.builtin import ModuleOp
-from crane.dialects.graph import FuncOp
-from crane.exec.tile_sim.check import check
-from crane.passes.segment import Segment
-from crane.tools.inputs import translate
 
-from .support import body, run_pass, set_mesh, simple_placement
+from .support import network_lowered_and_checked
 
 NET = """
 block cbr(x, c, k=1) {
@@ -40,18 +32,7 @@ network incept {
 
 @pytest.mark.parametrize("mesh", [2, 4])
 def test_concatenated_branches_run_without_materialising_the_concat(mesh: int) -> None:
-    module = translate("crn", NET, "incept.crn", default_context())
-    assert isinstance(module, ModuleOp)
-    machine = set_mesh(module, mesh, mesh)
-    run_pass(module, Segment(time_limit=0.01, max_block=4))
-    simple_placement(module)
-    func = next(op for op in body(module) if isinstance(op, FuncOp))
-    schedule = next(op for op in body(module) if op.name == "segment.schedule")
-    made = lower_func(func, schedule, machine)  # type: ignore[arg-type]
+    made, report = network_lowered_and_checked(NET, "incept.crn", mesh)
     ops = {i.op for p in made.programs for i in p.body if isinstance(i, Compute)}
     assert "concat" not in ops and "conv2d" in ops and "max_pool2d" in ops
-    block = module.regions[0].blocks[0]
-    for op in tile_ops(made):
-        block.append(op)
-    report = check(module)
     assert report.comparisons and all(c.ok for c in report.comparisons)

@@ -9,16 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from crane.codegen.lower import lower_func
-from crane.codegen.to_ir import tile_ops
-from crane.dialects import default_context
-from crane.dialects.builtin import ModuleOp
-from crane.dialects.graph import FuncOp
-from crane.exec.tile_sim.check import check
-from crane.passes.segment import Segment
-from crane.tools.inputs import translate
-
-from .support import body, run_pass, set_mesh, simple_placement
+from .support import network_lowered_and_checked
 
 NET = """
 block cbr(x, c, k=1) {
@@ -44,16 +35,5 @@ network shuffle {
 
 @pytest.mark.parametrize("mesh", [1, 2])
 def test_a_shuffled_tensor_read_by_later_units_matches_the_interpreter(mesh: int) -> None:
-    module = translate("crn", NET, "shuffle.crn", default_context())
-    assert isinstance(module, ModuleOp)
-    machine = set_mesh(module, mesh, mesh)
-    run_pass(module, Segment(time_limit=0.01, max_block=2))
-    simple_placement(module)
-    func = next(op for op in body(module) if isinstance(op, FuncOp))
-    schedule = next(op for op in body(module) if op.name == "segment.schedule")
-    made = lower_func(func, schedule, machine)  # type: ignore[arg-type]
-    block = module.regions[0].blocks[0]
-    for op in tile_ops(made):
-        block.append(op)
-    report = check(module)
+    _, report = network_lowered_and_checked(NET, "shuffle.crn", mesh, max_block=2)
     assert report.comparisons and all(c.ok for c in report.comparisons)

@@ -13,20 +13,17 @@ import pytest
 
 from crane.autodiff import expand_training_step, resolve_training
 from crane.autodiff.expand import attach_loss
-from crane.codegen.lower import lower_func
-from crane.codegen.to_ir import tile_ops
 from crane.dialects import default_context
 from crane.dialects.builtin import ModuleOp
 from crane.dialects.graph import FuncOp, LayerOp
 from crane.exec import kernels as K
 from crane.exec.interpreter import init_weight, run_function
-from crane.exec.tile_sim.check import check
 from crane.frontend.accounting import network_stats
 from crane.frontend.crn import parse_crn
 from crane.passes.segment import Segment
 from crane.tools.inputs import translate
 
-from .support import body, run_pass, set_mesh, simple_placement
+from .support import body, lowered_and_checked, run_pass, set_mesh, simple_placement
 
 NET = """
 block cbr(x, c) {{
@@ -122,11 +119,5 @@ def test_tile_programs_pipeline_and_match_the_interpreter(mesh: int) -> None:
     machine = set_mesh(module, mesh, mesh)
     run_pass(module, Segment(time_limit=0.01))
     simple_placement(module)
-    func = _func(module)
-    schedule = next(op for op in body(module) if op.name == "segment.schedule")
-    made = lower_func(func, schedule, machine)  # type: ignore[arg-type]
-    block = module.regions[0].blocks[0]
-    for op in tile_ops(made):
-        block.append(op)
-    report = check(module)
+    _, report = lowered_and_checked(module, machine)
     assert report.comparisons and all(c.ok for c in report.comparisons)

@@ -147,7 +147,7 @@ def test_the_optimizer_step_moves_weights_and_state_not_gradients(name: str, cop
     assert optimizer_step(step, machine).traffic.dram_bytes == 2 * (1 + copies) * weights
 
 
-def test_an_embeddings_table_is_loaded_by_its_first_reader() -> None:
+def test_an_embeddings_table_is_loaded_by_its_earliest_reader() -> None:
     """Codegen runs an embedding with the layer reading it, whose tiles load the table and
     pick rows by the ids: that layer reads the ids from outside and the table as weights."""
     func = _func("tiny_transformer")

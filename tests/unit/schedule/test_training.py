@@ -101,4 +101,3 @@ def test_the_optimizer_step_runs_its_updates_on_every_tile() -> None:
     assert updating.compute_cycles == ops / (machine.vector_lanes * machine.tiles)
     assert updating.latency_cycles == updating.compute_cycles > moved.latency_cycles
     assert updating.energy_pj == moved.energy_pj + ops * machine.vector_op_pj
-
