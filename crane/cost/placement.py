@@ -72,6 +72,40 @@ def _coords(mesh: Mesh, region: TileRun) -> np.ndarray:
     return np.stack([row, col], axis=1)
 
 
+@dataclass(frozen=True, slots=True)
+class _Profile:
+    """What hop counts and link loads read from a region, computed once per region: the
+    tile counts per mesh row and column, and per cut between neighbouring columns (rows)
+    the most tiles one row (column) of the region has on either side of it. All counts
+    are exact integers, so the figures built from them are exact too."""
+
+    tiles: int
+    rows: tuple[int, ...]
+    cols: tuple[int, ...]
+    left: tuple[int, ...]
+    """Per cut after column c: the most tiles of one row at columns <= c."""
+    right: tuple[int, ...]
+    """Per cut after column c: the most tiles of one row at columns > c."""
+    above: tuple[int, ...]
+    """Per cut after row r: the most tiles of one column at rows <= r."""
+    below: tuple[int, ...]
+    """Per cut after row r: the most tiles of one column at rows > r."""
+
+
+@lru_cache(maxsize=100_000)
+def _profile(mesh: Mesh, region: TileRun) -> _Profile:
+    grid = _grid(mesh, region).astype(np.int64)
+    by_col, by_row = np.cumsum(grid, axis=1), np.cumsum(grid, axis=0)
+    row_totals, col_totals = by_col[:, -1:], by_row[-1:, :]
+    return _Profile(
+        region.count, tuple(int(x) for x in row_totals[:, 0]),
+        tuple(int(x) for x in col_totals[0]),
+        tuple(int(x) for x in by_col[:, :-1].max(axis=0, initial=0)),
+        tuple(int(x) for x in (row_totals - by_col)[:, :-1].max(axis=0, initial=0)),
+        tuple(int(x) for x in by_row[:-1, :].max(axis=1, initial=0)),
+        tuple(int(x) for x in (col_totals - by_row)[:-1, :].max(axis=1, initial=0)))
+
+
 @lru_cache(maxsize=100_000)
 def mean_hops(mesh: Mesh, src: TileRun, dst: TileRun) -> float:
     """Mean Manhattan distance between a tile of ``src`` and a tile of ``dst``.
@@ -79,16 +113,20 @@ def mean_hops(mesh: Mesh, src: TileRun, dst: TileRun) -> float:
     The distance is a row part plus a column part, so the sum over all pairs is taken from
     the regions' row and column counts (rows x rows and cols x cols, not tiles x tiles): the
     same exact integer, divided by the number of pairs."""
-    a, b = _coords(mesh, src), _coords(mesh, dst)
-    total = _pair_distance(a[:, 0], b[:, 0], mesh.rows) + _pair_distance(a[:, 1], b[:, 1], mesh.cols)
-    return total / (len(a) * len(b))
+    a, b = _profile(mesh, src), _profile(mesh, dst)
+    total = _pair_distance(a.rows, b.rows) + _pair_distance(a.cols, b.cols)
+    return total / (a.tiles * b.tiles)
 
 
-def _pair_distance(xs: np.ndarray, ys: np.ndarray, size: int) -> int:
-    """The sum of ``|x - y|`` over every pair of ``xs`` and ``ys`` (positions below ``size``)."""
-    positions = np.arange(size)
-    gaps = np.abs(positions[:, None] - positions[None, :])
-    return int(np.bincount(xs, minlength=size) @ gaps @ np.bincount(ys, minlength=size))
+def _pair_distance(xs: tuple[int, ...], ys: tuple[int, ...]) -> int:
+    """The sum of ``|i - j| * xs[i] * ys[j]`` over every pair of positions ``i`` and ``j``:
+    each cut between neighbouring positions is crossed by every pair it separates."""
+    total = left_x = left_y = 0
+    all_x, all_y = sum(xs), sum(ys)
+    for x, y in zip(xs[:-1], ys[:-1], strict=True):
+        left_x, left_y = left_x + x, left_y + y
+        total += left_x * (all_y - left_y) + left_y * (all_x - left_x)
+    return total
 
 
 def _grid(mesh: Mesh, region: TileRun) -> np.ndarray:
@@ -107,28 +145,27 @@ def link_share(mesh: Mesh, src: TileRun, dst: TileRun) -> float:
 
     A link carries ``share * bytes``, so the transfer takes at least ``share * bytes``
     over the link bandwidth however the rest of the mesh is used.
+
+    The eastward link after column c of row r carries the pairs of a sender of row r at a
+    column <= c and a receiver at a column > c (any row): its load is a count of the
+    sender's row times a count of the receiver, and the busiest such link takes the row
+    with the most senders left of the cut. Westward, southward (the receiver's column, from
+    the rows above the cut) and northward links are alike.
     """
-    a, b = _grid(mesh, src), _grid(mesh, dst)
-    pairs = a.sum() * b.sum()
+    a, b = _profile(mesh, src), _profile(mesh, dst)
+    pairs = a.tiles * b.tiles
     if not pairs:
         return 0.0
-    # Row legs: senders of row r left of (or at) column c, receivers right of c, and back.
-    senders_left = np.cumsum(a, axis=1)[:, :-1]
-    senders_right = np.cumsum(a[:, ::-1], axis=1)[:, ::-1][:, 1:]
-    receivers_col = b.sum(axis=0)
-    receivers_right = np.cumsum(receivers_col[::-1])[::-1][1:]
-    receivers_left = np.cumsum(receivers_col)[:-1]
-    east = senders_left * receivers_right[None, :]
-    west = senders_right * receivers_left[None, :]
-    # Column legs in the receiver's column c: senders above row r, receivers below, and back.
-    senders_row = a.sum(axis=1)
-    senders_above = np.cumsum(senders_row)[:-1]
-    senders_below = np.cumsum(senders_row[::-1])[::-1][1:]
-    receivers_below = np.cumsum(b[::-1, :], axis=0)[::-1, :][1:, :]
-    receivers_above = np.cumsum(b, axis=0)[:-1, :]
-    south = senders_above[:, None] * receivers_below
-    north = senders_below[:, None] * receivers_above
-    busiest = max((float(x.max()) for x in (east, west, south, north) if x.size), default=0.0)
+    busiest = 0
+    col_left = row_above = 0
+    for c, (senders_left, senders_right) in enumerate(zip(a.left, a.right, strict=True)):
+        col_left += b.cols[c]
+        busiest = max(busiest, senders_left * (b.tiles - col_left),
+                      senders_right * col_left)
+    for r, (receivers_above, receivers_below) in enumerate(zip(b.above, b.below, strict=True)):
+        row_above += a.rows[r]
+        busiest = max(busiest, row_above * receivers_below,
+                      (a.tiles - row_above) * receivers_above)
     return busiest / pairs
 
 

@@ -13,8 +13,6 @@ per second, hertz, picojoules); the module names the one it targets with its
 
 from __future__ import annotations
 
-import dataclasses
-
 from crane.hardware.machine import DramPort, Machine
 from crane.ir.attributes import (
     Attribute,
@@ -34,7 +32,7 @@ from crane.limits import MACHINE as MACHINE_LIMITS
 MACHINE_ATTR = "crane.machine"
 """Module attribute naming (by symbol) the ``hw.machine`` the module targets."""
 
-_FIELDS = tuple(f for f in dataclasses.fields(Machine) if f.name not in ("name", "dram_ports"))
+_FIELDS = tuple(f for f in Machine.described_by() if f.name not in ("name", "dram_ports"))
 _INT_FIELDS = frozenset(f.name for f in _FIELDS if f.type in ("int", "int | None"))
 _LIMITS_DOC = "the limits are in docs/crn-language.md"
 _OPTIONAL = frozenset(f.name for f in _FIELDS if "None" in str(f.type))

@@ -67,7 +67,7 @@ def point_key(workload: str, digest: str, batch: int, machine: Machine,
               scheduler: SchedulerOptions) -> str:
     """The stable key of a point (see the module docstring)."""
     identity = {"workload": workload, "digest": digest, "batch": batch,
-                "machine": dataclasses.asdict(machine),
+                "machine": machine.as_dict(),
                 "scheduler": dataclasses.asdict(scheduler)}
     blob = json.dumps(identity, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
@@ -94,7 +94,7 @@ def derive_machine(base: Machine, changes: Mapping[str, Any]) -> Machine:
 def _floats(machine: Machine) -> Machine:
     """``machine`` with its float fields as floats (``24 * GB`` is an int), so that the same
     machine always has the same key and the same record."""
-    changes = {f.name: float(getattr(machine, f.name)) for f in dataclasses.fields(machine)
+    changes = {f.name: float(getattr(machine, f.name)) for f in Machine.described_by()
                if f.type == "float" and not isinstance(getattr(machine, f.name), float)}
     return machine.with_changes(**changes) if changes else machine
 

@@ -7,7 +7,7 @@ The named constructors give the machines of the Crane and SET papers
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import Field, asdict, dataclass, field, fields, replace
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -53,13 +53,18 @@ class Machine:
     """Elementwise/pool/softmax operations per cycle of one tile."""
     vector_op_pj: float = 0.0873
 
+    _hash: int = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # Machines key the cost model's caches, so they are hashed on every cached call:
+        # hash once, from the fields sweeps vary (the ports, up to one per edge tile, only
+        # by number); equality still compares every field.
+        object.__setattr__(self, "_hash", hash((
+            self.name, self.rows, self.cols, self.macs_per_cycle, self.sram_bytes,
+            self.frequency_hz, self.noc_bandwidth, self.dram_bandwidth, len(self.dram_ports))))
+
     def __hash__(self) -> int:
-        # Machines key the cost model's caches, so they are hashed on every cached call: the
-        # hash reads the fields sweeps vary (the ports, up to one per edge tile, only by
-        # number); equality still compares every field.
-        return hash((self.name, self.rows, self.cols, self.macs_per_cycle, self.sram_bytes,
-                     self.frequency_hz, self.noc_bandwidth, self.dram_bandwidth,
-                     len(self.dram_ports)))
+        return self._hash
 
     @property
     def tiles(self) -> int:
@@ -75,6 +80,15 @@ class Machine:
         row, col = divmod(tile, self.cols)
         return min(range(len(self.dram_ports)), default=0,
                    key=lambda p: abs(self.dram_ports[p].row - row) + abs(self.dram_ports[p].col - col))
+
+    @staticmethod
+    def described_by() -> tuple[Field[object], ...]:
+        """The fields that describe a machine (not the cached hash)."""
+        return tuple(f for f in fields(Machine) if f.init)
+
+    def as_dict(self) -> dict[str, object]:
+        """The describing fields by name (ports as dicts), for keys and records."""
+        return {f.name: _plain(getattr(self, f.name)) for f in Machine.described_by()}
 
     def with_changes(self, **changes: object) -> Machine:
         """A copy with some fields replaced (for design-space sweeps)."""
@@ -128,3 +142,10 @@ class Machine:
 def builtin_machines() -> dict[str, Machine]:
     """The machines every Crane installation knows by name."""
     return {m.name: m for m in (Machine.edge(), Machine.cloud(), Machine.mbs(), Machine.gpu11())}
+
+
+def _plain(value: object) -> object:
+    """A field's value as ``dataclasses.asdict`` gives it (ports as dicts)."""
+    if isinstance(value, tuple):
+        return tuple(asdict(v) for v in value)
+    return value

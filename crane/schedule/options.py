@@ -15,7 +15,7 @@ are neighbours on the mesh.
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from crane.cost.layer import layer_cost, min_tiles, step_cycles, weight_spread_cycles
@@ -24,7 +24,7 @@ from crane.cost.traffic import Traffic, dram_cycles, link_cycles, noc_time, traf
 from crane.cost.workload import LayerWork
 from crane.dialects.segment_tables import active_columns
 from crane.hardware.machine import Machine
-from crane.schedule.block import Block, Edge
+from crane.schedule.block import Block
 
 SPLITS = ("balanced", "flops")
 
@@ -63,25 +63,55 @@ class StateOption:
     def region(self, column: int) -> TileRun:
         return self.regions[self.columns.index(column)]
 
+    def shifted(self, offset: int) -> StateOption:
+        """The option with its columns (and edges' ends) numbered ``offset`` higher."""
+        return StateOption(
+            self.split, tuple(c + offset for c in self.columns), self.regions, self.cycles,
+            self.energy_pj, self.traffic, self.weight_load, self.sram, self.port,
+            tuple((a + offset, b + offset, hops, share) for a, b, hops, share in self.edges),
+            self.lead, self.tail, self.sram_share)
+
 
 @dataclass(frozen=True, slots=True)
 class StateView:
-    """What the splits of a state depend on: its active columns (block-local numbers), their
-    layers, the block's edges between them, their inputs from outside the block and where
-    those come from. Blocks with the same view share their options (the fill states of
-    every block with one start, each boundary's variants of one block)."""
+    """What the splits of a state depend on: its active columns' layers, the block's edges
+    between them, their inputs from outside the block and where those come from, with the
+    columns numbered from the first active one. Blocks with the same view share their
+    options: the fill states of every block with one start, the drain states of every
+    block with one stop, each boundary's variants of one block."""
 
-    columns: tuple[int, ...]
     layers: tuple[LayerWork, ...]
-    edges: tuple[Edge, ...]
+    edges: tuple[tuple[int, int], ...]
+    """(producer, consumer) of each edge between the active columns."""
     external_in: tuple[int, ...]
     in_from_sram: bool
+    _hash: int = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # Views key the option cache once per sub-batch size: hash them once.
+        object.__setattr__(self, "_hash", hash((self.layers, self.edges, self.external_in,
+                                                self.in_from_sram)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @classmethod
-    def of(cls, block: Block, columns: tuple[int, ...]) -> StateView:
-        return cls(columns, tuple(block.layers[c] for c in columns),
-                   tuple(e for e in block.edges if e.src in columns and e.dst in columns),
-                   tuple(block.external_in[c] for c in columns), block.in_from_sram)
+    def of(cls, block: Block, state: int) -> StateView:
+        """The view of a block's state (cached: every sub-batch size asks for it)."""
+        return _view_of(block, state)
+
+
+@lru_cache(maxsize=100_000)
+def _view_of(block: Block, state: int) -> StateView:
+    columns = active_columns(block.n, state)
+    first, last = columns[0], columns[-1]
+    external_in = block.external_in[first:last + 1]
+    # Active columns are contiguous and edges run forward: an edge lies in the state
+    # when it starts at or after the first column and ends at or before the last.
+    return StateView(block.layers[first:last + 1],
+                     tuple((e.src - first, e.dst - first) for e in block.edges
+                           if first <= e.src and e.dst <= last),
+                     external_in, block.in_from_sram and any(external_in))
 
 
 def _cycles(layer: LayerWork, batch: int, tiles: int, machine: Machine,
@@ -217,15 +247,14 @@ def _split_cost(layers: tuple[LayerWork, ...], counts: tuple[int, ...], batch: i
 def _option(view: StateView, split: str, counts: tuple[int, ...], batch: int,
             machine: Machine, backward: bool) -> StateOption:
     core = _split_cost(view.layers, counts, batch, machine, backward)
-    columns, regions = view.columns, core.regions
+    regions = core.regions
     mesh = Mesh.of(machine)
-    at = {c: r for c, r in zip(columns, regions, strict=True)}
-    edges = tuple((e.src, e.dst, mean_hops(mesh, at[e.src], at[e.dst]),
-                   link_share(mesh, at[e.src], at[e.dst])) for e in view.edges)
+    edges = tuple((src, dst, mean_hops(mesh, regions[src], regions[dst]),
+                   link_share(mesh, regions[src], regions[dst])) for src, dst in view.edges)
     lead = core.weights + max(
         (_input_cycles(view, k, batch, r, machine) for k, r in enumerate(regions)),
         default=0.0)
-    return StateOption(split, columns, regions, core.cycles, core.energy_pj, core.traffic,
+    return StateOption(split, tuple(range(len(regions))), regions, core.cycles, core.energy_pj, core.traffic,
                        core.weight_load, core.sram, core.port, edges, lead, core.cycles,
                        core.sram_share)
 
@@ -256,8 +285,9 @@ def state_options(block: Block, state: int, batch: int, machine: Machine,
     budget = tiles or machine.tiles
     if len(columns) > budget:
         return ()
-    return view_options(StateView.of(block, columns), batch, machine,
-                        backward or block.backward, splits, budget)
+    found = view_options(StateView.of(block, state), batch, machine,
+                         backward or block.backward, splits, budget)
+    return tuple(option.shifted(columns[0]) for option in found) if columns[0] else found
 
 
 @lru_cache(maxsize=400_000)

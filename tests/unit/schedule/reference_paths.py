@@ -302,6 +302,25 @@ def mean_hops_pairwise(mesh: Mesh, src: TileRun, dst: TileRun) -> float:
     return float(diff.mean())
 
 
+def link_share_routed(mesh: Mesh, src: TileRun, dst: TileRun) -> float:
+    """``crane.cost.placement.link_share`` by routing every pair: along the sender's row,
+    then along the receiver's column, counting the pairs on each directed link."""
+    load: dict[tuple[tuple[int, int], tuple[int, int]], int] = {}
+    senders = [(int(r), int(c)) for r, c in _coords(mesh, src)]
+    receivers = [(int(r), int(c)) for r, c in _coords(mesh, dst)]
+    for r1, c1 in senders:
+        for r2, c2 in receivers:
+            path = [(r1, c) for c in _walk(c1, c2)] + [(r, c2) for r in _walk(r1, r2)[1:]]
+            for hop in zip(path, path[1:], strict=False):
+                load[hop] = load.get(hop, 0) + 1
+    return max(load.values(), default=0) / (len(senders) * len(receivers))
+
+
+def _walk(a: int, b: int) -> list[int]:
+    step = 1 if b >= a else -1
+    return list(range(a, b + step, step))
+
+
 def state_cost(plan: Plan, state: int, machine: Machine, backward: bool = False) -> StateCost:
     """``crane.schedule.evaluate.state_cost`` as it was: a ``Traffic`` per added term."""
     if plan.workloads[state] == 0:

@@ -13,7 +13,7 @@ import pytest
 import reference_paths as ref
 
 from crane.cost.layer import layer_cost
-from crane.cost.placement import Mesh, TileRun, mean_hops
+from crane.cost.placement import Mesh, TileRun, link_share, mean_hops
 from crane.cost.workload import Workload
 from crane.dialects.segment_tables import num_states
 from crane.hardware.machine import Machine
@@ -119,6 +119,18 @@ def test_mean_hops_equal_the_pairwise_mean(seed: int) -> None:
         count = rng.randint(1, min(rows * cols, 600))
         runs.append(TileRun(rng.randint(0, rows * cols - count), count))
     assert mean_hops(mesh, *runs) == ref.mean_hops_pairwise(mesh, *runs)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_link_share_equals_routing_every_pair(seed: int) -> None:
+    rng = random.Random(seed)
+    rows, cols = rng.randint(1, 9), rng.randint(1, 9)
+    mesh = Mesh(rows, cols, ((0, 0),))
+    runs = []
+    for _ in range(2):
+        count = rng.randint(1, rows * cols)
+        runs.append(TileRun(rng.randint(0, rows * cols - count), count))
+    assert link_share(mesh, *runs) == ref.link_share_routed(mesh, *runs)
 
 
 @pytest.mark.parametrize("seed", range(30))
