@@ -180,6 +180,16 @@ class Workload:
                 succ[pred].append(layer.name)
         return {name: tuple(names) for name, names in succ.items()}
 
+    @cached_property
+    def cut_bytes(self) -> tuple[int, ...]:
+        """Per cut before layer c (0 .. len): per-sample bytes of the outputs made before
+        it and read after it (the scheduler asks for every cut of every block it tries)."""
+        last_reader = [max((self.position(s) for s in self.successors[layer.name]), default=-1)
+                       for layer in self.layers]
+        return tuple(sum(layer.output_bytes for i, layer in enumerate(self.layers[:cut])
+                         if last_reader[i] >= cut)
+                     for cut in range(len(self.layers) + 1))
+
     @property
     def total_macs(self) -> int:
         return sum(layer.macs for layer in self.layers)

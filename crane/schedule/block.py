@@ -131,8 +131,4 @@ def _outside_bytes(workload: Workload, layer: LayerWork, local: dict[str, int]) 
 
 def crossing_bytes(workload: Workload, cut: int) -> int:
     """Per-sample bytes of the tensors alive across the cut before layer ``cut``."""
-    total = 0
-    for layer in workload.layers[:cut]:
-        if any(workload.position(s) >= cut for s in workload.successors[layer.name]):
-            total += layer.output_bytes
-    return total
+    return workload.cut_bytes[cut]

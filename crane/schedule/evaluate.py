@@ -25,11 +25,20 @@ from functools import lru_cache
 from crane.cost.layer import HELD_SHARE, WEIGHT_SRAM_SHARE
 from crane.cost.placement import Mesh, TileRun, link_share, mean_hops
 from crane.cost.traffic import Traffic, dram_cycles, noc_time, traffic_energy
-from crane.dialects.segment_tables import MeT, ScT, Tables, grid, is_active, num_states
+from crane.dialects.segment_tables import (
+    MeT,
+    ScT,
+    Tables,
+    active_columns,
+    grid,
+    is_active,
+    num_states,
+)
 from crane.hardware.machine import Machine
 from crane.schedule.block import Block
 from crane.schedule.options import (
     StateOption,
+    block_options,
     edge_path,
     port_hops,
     sram_hops,
@@ -191,10 +200,18 @@ class _StateLayout:
                          tuple[tuple[int, bool], ...]], ...]
 
 
-@lru_cache(maxsize=200_000)
-def _state_layout(block: Block, subbatch: int, machine: Machine, state: int,
-                  backward: bool) -> _StateLayout:
-    opt = state_options(block, state, subbatch, machine, backward)[0]
+@lru_cache(maxsize=100_000)
+def _block_layouts(block: Block, subbatch: int, machine: Machine,
+                   backward: bool) -> tuple[_StateLayout | None, ...]:
+    """The ``_StateLayout`` of every state (None: a state without options)."""
+    mesh = Mesh.of(machine)
+    holders = _holders(block, subbatch, machine, False).regions
+    return tuple(_layout(block, machine, mesh, state, opts[0], holders[state]) if opts else None
+                 for state, opts in enumerate(block_options(block, subbatch, machine, backward)))
+
+
+def _layout(block: Block, machine: Machine, mesh: Mesh, state: int, opt: StateOption,
+            holders: tuple[TileRun, ...]) -> _StateLayout:
     n = block.n
     edges = []
     for e in block.edges:
@@ -202,9 +219,10 @@ def _state_layout(block: Block, subbatch: int, machine: Machine, state: int,
             continue
         both = is_active(n, state, e.src)
         direct = edge_path(machine, opt, e.src, e.dst) if both else (0.0, 0.0)
-        held_at = held_path(block, subbatch, machine, state, e.src, opt.region(e.dst))
-        edges.append((e.src, e.dst, e.bytes, both, *direct, *held_at,
-                      port_hops(machine, opt, e.dst)))
+        reader = opt.region(e.dst)
+        edges.append((e.src, e.dst, e.bytes, both, *direct,
+                      mean_hops(mesh, holders[e.src], reader),
+                      link_share(mesh, holders[e.src], reader), port_hops(machine, opt, e.dst)))
     columns = []
     for m in opt.columns:
         inside = (sram_hops(machine, opt, m), sram_share(machine, opt, m)) \
@@ -220,7 +238,8 @@ def _first_split_tally(plan: Plan, state: int, machine: Machine, backward: bool)
     terms added to the same fields in the same order (a producer's terms summed on their
     own first, as ``_producer_traffic`` does), so the same floats."""
     block, b, fused = plan.block, plan.subbatch, plan.fused
-    layout = _state_layout(block, b, machine, state, backward)
+    layout = _block_layouts(block, b, machine, backward)[state]
+    assert layout is not None, "a state with sub-batches has options"
     s = plan.workloads[state]
     cur = plan.sct.values[state]
     prev = plan.sct.values[state - 1] if state else None
@@ -341,52 +360,54 @@ def held(plan: Plan, state: int, column: int) -> int:
     return max(v[column] - v[e.dst] for e in consumers)
 
 
-@lru_cache(maxsize=200_000)
+@dataclass(frozen=True, slots=True)
+class _Holders:
+    """Where each column's kept outputs sit after each state: its region in the last state
+    up to then where it ran (the whole chip if it never ran), under the state's first split
+    (``regions``) and the fewest tiles any of its candidate splits gave it (``tiles``)."""
+
+    regions: tuple[tuple[TileRun, ...], ...]
+    tiles: tuple[tuple[int, ...], ...]
+
+
+@lru_cache(maxsize=100_000)
+def _holders(block: Block, subbatch: int, machine: Machine, backward: bool) -> _Holders:
+    """A column's holders change only in the states where it runs: one pass over the
+    states carries them forward."""
+    n = block.n
+    regions, tiles = [TileRun(0, machine.tiles)] * n, [machine.tiles] * n
+    region_rows, tile_rows = [], []
+    for i, opts in enumerate(block_options(block, subbatch, machine, backward)):
+        for m in active_columns(n, i) if opts else ():
+            regions[m] = opts[0].region(m)
+            tiles[m] = max(1, min(o.region(m).count for o in opts))
+        region_rows.append(tuple(regions))
+        tile_rows.append(tuple(tiles))
+    return _Holders(tuple(region_rows), tuple(tile_rows))
+
+
 def holding_tiles(block: Block, subbatch: int, machine: Machine, state: int, column: int,
                   backward: bool = False) -> int:
     """Tiles holding ``column``'s outputs kept after ``state``: its region in the last state
     up to ``state`` where it ran (the smallest of that state's candidate splits, so the
     bound holds whichever split runs; the whole chip if it never ran)."""
-    for i in range(state, -1, -1):
-        if not is_active(block.n, i, column):
-            continue
-        options = state_options(block, i, subbatch, machine, backward)
-        counts = [o.region(column).count for o in options if column in o.columns]
-        if counts:
-            return max(1, min(counts))
-    return machine.tiles
+    return _holders(block, subbatch, machine, backward).tiles[state][column]
 
 
-@lru_cache(maxsize=200_000)
 def held_path(block: Block, subbatch: int, machine: Machine, state: int, column: int,
               reader: TileRun, backward: bool = False) -> tuple[float, float]:
     """(mean hops, busiest-link share) from the tiles keeping ``column``'s outputs (its
     region in the last state up to ``state`` where it ran) to a reader's region."""
+    holder = _holders(block, subbatch, machine, backward).regions[state][column]
     mesh = Mesh.of(machine)
-    for i in range(state, -1, -1):
-        if not is_active(block.n, i, column):
-            continue
-        options = state_options(block, i, subbatch, machine, backward)
-        if options and column in options[0].columns:
-            holder = options[0].region(column)
-            return mean_hops(mesh, holder, reader), link_share(mesh, holder, reader)
-    chip = TileRun(0, machine.tiles)
-    return mean_hops(mesh, chip, reader), link_share(mesh, chip, reader)
+    return mean_hops(mesh, holder, reader), link_share(mesh, holder, reader)
 
 
 def held_per_tile(plan: Plan, state: int, machine: Machine, backward: bool = False) -> float:
     """The largest per-tile share of outputs kept on chip after ``state``, over columns
     (each column's kept outputs stay on the tiles that made them)."""
-    block, b, v = plan.block, plan.subbatch, plan.sct.values[state]
-    worst = 0.0
-    for m, (out_bytes, ext_out, dsts) in enumerate(_storage_terms(block)):
-        kept = (max(v[m] - v[d] for d in dsts) if dsts else 0) * out_bytes * b \
-            if plan.fused[m] else 0.0
-        if block.out_to_sram:
-            kept += v[m] * ext_out * b
-        if kept:
-            worst = max(worst, kept / holding_tiles(block, b, machine, state, m, backward))
-    return worst
+    tiles = _holders(plan.block, plan.subbatch, machine, backward).tiles[state]
+    return _held_bytes(plan, state, tiles)[2]
 
 
 @lru_cache(maxsize=100_000)
@@ -400,17 +421,28 @@ def _storage_terms(block: Block) -> tuple[tuple[int, int, tuple[int, ...]], ...]
 
 def storage(plan: Plan, state: int) -> tuple[float, float]:
     """(SRAM, DRAM) activation bytes held at the end of ``state``."""
+    sram, dram, _ = _held_bytes(plan, state, (1,) * plan.block.n)
+    return sram, dram
+
+
+def _held_bytes(plan: Plan, state: int, tiles: tuple[int, ...]) -> tuple[float, float, float]:
+    """(SRAM, DRAM) activation bytes held at the end of ``state``, and the largest per-tile
+    share of those on chip when each column's sit on ``tiles[column]`` tiles."""
     b, v, fused, out_sram = plan.subbatch, plan.sct.values[state], plan.fused, \
         plan.block.out_to_sram
-    sram = dram = 0.0
+    sram = dram = worst = 0.0
     for m, (out_bytes, ext_out, dsts) in enumerate(_storage_terms(plan.block)):
         inner = (max(v[m] - v[d] for d in dsts) if dsts else 0) * out_bytes * b
         outer = v[m] * ext_out * b
-        sram += inner if fused[m] else 0.0
+        kept = inner if fused[m] else 0.0
+        sram += kept
         dram += 0.0 if fused[m] else inner
         sram += outer if out_sram else 0.0
         dram += 0.0 if out_sram else outer
-    return sram, dram
+        kept += outer if out_sram else 0.0
+        if kept:
+            worst = max(worst, kept / tiles[m])
+    return sram, dram, worst
 
 
 @dataclass(frozen=True, slots=True)
@@ -431,8 +463,15 @@ def state_cost(plan: Plan, state: int, machine: Machine, backward: bool = False)
     if plan.workloads[state] == 0:
         return StateCost(0.0, 0.0, Traffic(), 0.0)
     opts = state_options(plan.block, state, plan.subbatch, machine, backward)
+    return _state_cost(plan, state, machine, backward, opts)
+
+
+def _state_cost(plan: Plan, state: int, machine: Machine, backward: bool,
+                opts: tuple[StateOption, ...]) -> StateCost:
+    """:func:`state_cost` of a state with sub-batches, given its options."""
     tally, comp = _first_split_tally(plan, state, machine, backward), 0.0
     energy = traffic_energy(tally.traffic(), machine)
+    lead = tail = 0.0
     for opt, count in zip(opts, plan.mix[state], strict=True):
         comp += count * opt.cycles
         # opt.energy_pj already prices the re-streamed weights in opt.traffic.
@@ -441,10 +480,8 @@ def state_cost(plan: Plan, state: int, machine: Machine, backward: bool = False)
         if count:
             tally.add(opt.weight_load)
             energy += traffic_energy(opt.weight_load, machine)
+            lead, tail = max(lead, opt.lead), max(tail, opt.tail)
     step = tally.traffic()
-    used = [opt for opt, count in zip(opts, plan.mix[state], strict=True) if count]
-    lead = max((opt.lead for opt in used), default=0.0)
-    tail = max((opt.tail for opt in used), default=0.0)
     latency = max(comp + lead, noc_time(step, machine.tiles, machine) + tail,
                   dram_cycles(step.dram_bytes, machine) + tail)
     return StateCost(latency, energy, step, comp)
@@ -460,22 +497,27 @@ def state_latencies(plan: Plan, machine: Machine, backward: bool = False) -> tup
 def evaluate(plan: Plan, machine: Machine, sram_reserved: float = 0.0,
              backward: bool = False) -> BlockCost:
     """Latency, energy, traffic and peak storage of a plan (see the module docstring)."""
-    latency = energy = compute = peak_s = peak_d = 0.0
-    traffic = Traffic()
-    for i in range(num_states(plan.block.n)):
-        if plan.workloads[i] == 0:
+    block, b = plan.block, plan.subbatch
+    options = block_options(block, b, machine, backward)
+    holders = _holders(block, b, machine, backward).tiles
+    latency = energy = compute = peak_s = peak_d = worst_held = 0.0
+    dram = hops = read = write = link = 0.0
+    for i, s in enumerate(plan.workloads):
+        if s == 0:
             continue
-        cost = state_cost(plan, i, machine, backward)
+        cost = _state_cost(plan, i, machine, backward, options[i])
         latency += cost.latency_cycles
         energy += cost.energy_pj
-        traffic = traffic + cost.traffic
+        t = cost.traffic  # summed field by field, as Traffic.__add__ does
+        dram, hops, read = dram + t.dram_bytes, hops + t.noc_byte_hops, read + t.sram_read_bytes
+        write, link = write + t.sram_write_bytes, link + t.noc_link_bytes
         compute += cost.compute_cycles
-        sram, dram = storage(plan, i)
-        peak_s, peak_d = max(peak_s, sram), max(peak_d, dram)
+        sram, held_dram, held = _held_bytes(plan, i, holders[i])
+        peak_s, peak_d, worst_held = max(peak_s, sram), max(peak_d, held_dram), max(worst_held, held)
     feasible = (peak_s <= activation_capacity(machine, sram_reserved)
-                and all(held_per_tile(plan, i, machine, backward) <= held_capacity(machine)
-                        for i in range(num_states(plan.block.n)) if plan.workloads[i]))
-    return BlockCost(latency, energy, traffic, compute, peak_s, peak_d, feasible)
+                and worst_held <= held_capacity(machine))
+    return BlockCost(latency, energy, Traffic(dram, hops, read, write, link), compute,
+                     peak_s, peak_d, feasible)
 
 
 def tables_of(plan: Plan, sram_capacity: float | None = None) -> Tables:

@@ -22,7 +22,7 @@ from crane.cost.layer import layer_cost, min_tiles, step_cycles, weight_spread_c
 from crane.cost.placement import Mesh, TileRun, dram_hops, link_share, mean_hops, split_regions
 from crane.cost.traffic import Traffic, dram_cycles, link_cycles, noc_time, traffic_energy
 from crane.cost.workload import LayerWork
-from crane.dialects.segment_tables import active_columns
+from crane.dialects.segment_tables import active_columns, num_states
 from crane.hardware.machine import Machine
 from crane.schedule.block import Block
 
@@ -288,6 +288,14 @@ def state_options(block: Block, state: int, batch: int, machine: Machine,
     found = view_options(StateView.of(block, state), batch, machine,
                          backward or block.backward, splits, budget)
     return tuple(option.shifted(columns[0]) for option in found) if columns[0] else found
+
+
+@lru_cache(maxsize=100_000)
+def block_options(block: Block, batch: int, machine: Machine,
+                  backward: bool = False) -> tuple[tuple[StateOption, ...], ...]:
+    """:func:`state_options` of every state of ``block``, in state order."""
+    return tuple(state_options(block, i, batch, machine, backward)
+                 for i in range(num_states(block.n)))
 
 
 @lru_cache(maxsize=400_000)

@@ -37,7 +37,7 @@ from crane.schedule.canonical import compute_optimum, required_fill
 from crane.schedule.evaluate import BlockCost, Plan, evaluate
 from crane.schedule.formulate import formulate
 from crane.schedule.objective import Objective
-from crane.schedule.options import state_options
+from crane.schedule.options import block_options
 from crane.schedule.pareto import hull_covers, sweep
 from crane.schedule.refine import refine
 from crane.schedule.search import BlockCache, Schedule, search
@@ -143,8 +143,7 @@ def _pipeline_plan(block: Block, b: int, q: int, machine: Machine, split: str,
     free[-1] += q - sum(need)
     workloads = free + free[: block.n - 1]
     mix: list[tuple[int, ...]] = []
-    for i, s in enumerate(workloads):
-        opts = state_options(block, i, b, machine)
+    for s, opts in zip(workloads, block_options(block, b, machine), strict=True):
         if not opts:
             return None
         pick = next((k for k, o in enumerate(opts) if o.split == split), 0)

@@ -23,6 +23,7 @@ shapes, different names) share one solve through a cache keyed by an anonymised 
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import os
 import time
@@ -156,10 +157,13 @@ class BlockCache:
         if workers <= 1 or len(todo) < PARALLEL_BLOCKS:
             return
         with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
+            # Neighbouring blocks share most of their cost model's caches (the states of
+            # blocks with one start or one stop, the layers' splits): each worker takes
+            # long runs of them, two per worker to even out the load.
             results = pool.map(_solve_key, [(self.solver, k, machine) for k in todo],
-                               chunksize=max(1, len(todo) // (8 * workers)))
+                               chunksize=math.ceil(len(todo) / (2 * workers)))
             for key, found in zip(todo, results, strict=True):
-                self.memo[key] = found
+                self.memo[key] = [(Plan(key[0], *plan), cost) for plan, cost in found]
 
     def __call__(self, block: Block, batch: int, machine: Machine, objective: Objective,
                  reserved: float) -> list[tuple[Plan, BlockCost]]:
@@ -173,9 +177,13 @@ class BlockCache:
 
 
 def _solve_key(job: tuple[BlockSolver, tuple[Block, int, Objective, float], Machine]
-               ) -> list[tuple[Plan, BlockCost]]:
+               ) -> list[tuple[tuple[int, int, tuple[tuple[int, ...], ...], tuple[bool, ...]],
+                               BlockCost]]:
+    """A block's candidates as a worker sends them back: each plan without its block (the
+    caller has it), so the result does not carry the block's layers once per plan."""
     solver, (block, batch, objective, reserved), machine = job
-    return solver(block, batch, machine, objective, reserved)
+    return [((p.subbatch, p.q, p.mix, p.fused), cost)
+            for p, cost in solver(block, batch, machine, objective, reserved)]
 
 
 def _cross(o: _Entry, a: _Entry, b: _Entry) -> float:

@@ -40,17 +40,17 @@ from crane.cost.placement import (
 from crane.cost.traffic import Traffic, dram_cycles, link_cycles, noc_time, traffic_energy
 from crane.cost.utilisation import preferred_partition
 from crane.cost.workload import LayerWork, Workload
-from crane.dialects.segment_tables import active_columns, is_active
+from crane.dialects.segment_tables import active_columns, is_active, num_states
 from crane.hardware.machine import Machine
 from crane.schedule.block import Block
 from crane.schedule.evaluate import (
     BlockCost,
     Plan,
     StateCost,
+    activation_capacity,
     direct_take,
     held,
-    held_path,
-    holding_tiles,
+    held_capacity,
 )
 from crane.schedule.objective import Objective
 from crane.schedule.options import (
@@ -442,3 +442,54 @@ def held_per_tile(plan: Plan, state: int, machine: Machine, backward: bool = Fal
         if kept:
             worst = max(worst, kept / holding_tiles(block, b, machine, state, m, backward))
     return worst
+
+
+def evaluate(plan: Plan, machine: Machine, sram_reserved: float = 0.0,
+             backward: bool = False) -> BlockCost:
+    """``crane.schedule.evaluate.evaluate`` as it was: ``state_cost``, ``storage`` and
+    ``held_per_tile`` state by state, traffic summed as ``Traffic`` objects."""
+    latency = energy = compute = peak_s = peak_d = 0.0
+    traffic = Traffic()
+    states = range(num_states(plan.block.n))
+    for i in states:
+        if plan.workloads[i] == 0:
+            continue
+        cost = state_cost(plan, i, machine, backward)
+        latency += cost.latency_cycles
+        energy += cost.energy_pj
+        traffic = traffic + cost.traffic
+        compute += cost.compute_cycles
+        sram, dram = storage(plan, i)
+        peak_s, peak_d = max(peak_s, sram), max(peak_d, dram)
+    feasible = (peak_s <= activation_capacity(machine, sram_reserved)
+                and all(held_per_tile(plan, i, machine, backward) <= held_capacity(machine)
+                        for i in states if plan.workloads[i]))
+    return BlockCost(latency, energy, traffic, compute, peak_s, peak_d, feasible)
+
+
+def holding_tiles(block: Block, subbatch: int, machine: Machine, state: int, column: int,
+                  backward: bool = False) -> int:
+    """``crane.schedule.evaluate.holding_tiles`` as it was: a scan back over the states."""
+    for i in range(state, -1, -1):
+        if not is_active(block.n, i, column):
+            continue
+        options = state_options(block, i, subbatch, machine, backward)
+        counts = [o.region(column).count for o in options if column in o.columns]
+        if counts:
+            return max(1, min(counts))
+    return machine.tiles
+
+
+def held_path(block: Block, subbatch: int, machine: Machine, state: int, column: int,
+              reader: TileRun, backward: bool = False) -> tuple[float, float]:
+    """``crane.schedule.evaluate.held_path`` as it was: a scan back over the states."""
+    mesh = Mesh.of(machine)
+    for i in range(state, -1, -1):
+        if not is_active(block.n, i, column):
+            continue
+        options = state_options(block, i, subbatch, machine, backward)
+        if options and column in options[0].columns:
+            holder = options[0].region(column)
+            return mean_hops(mesh, holder, reader), link_share(mesh, holder, reader)
+    chip = TileRun(0, machine.tiles)
+    return mean_hops(mesh, chip, reader), link_share(mesh, chip, reader)

@@ -73,6 +73,15 @@ def test_state_options_and_traffic_equal_the_reference(seed: int) -> None:
     tiles = rng.randint(1, machine.tiles)
     assert state_options(block, 0, subbatch, machine, tiles=tiles) == \
         ref.state_options(block, 0, subbatch, machine, tiles=tiles)
+    for state in range(num_states(block.n)):
+        reader = TileRun(0, rng.randint(1, machine.tiles))
+        for column in range(block.n):
+            for backward in (False, True):
+                assert fast.holding_tiles(block, subbatch, machine, state, column, backward) \
+                    == ref.holding_tiles(block, subbatch, machine, state, column, backward)
+                assert fast.held_path(block, subbatch, machine, state, column, reader,
+                                      backward) == \
+                    ref.held_path(block, subbatch, machine, state, column, reader, backward)
     plan = _plan(rng, block, subbatch, machine)
     if plan is None:
         return
@@ -87,6 +96,10 @@ def test_state_options_and_traffic_equal_the_reference(seed: int) -> None:
         for backward in (False, True):
             assert fast.held_per_tile(plan, state, machine, backward) == \
                 ref.held_per_tile(plan, state, machine, backward)
+    reserved = rng.choice((0.0, 1e5, 1e7))
+    for backward in (False, True):
+        assert fast.evaluate(plan, machine, reserved, backward) == \
+            ref.evaluate(plan, machine, reserved, backward)
 
 
 def _lp(h: highspy.Highs) -> tuple[list[float], ...]:
