@@ -229,7 +229,7 @@ def _layout(block: Block, machine: Machine, mesh: Mesh, state: int, opt: StateOp
             if block.in_from_sram else (0.0, 0.0)
         columns.append((m, block.external_in[m], block.external_out[m], *inside,
                         port_hops(machine, opt, m), block.layers[m].output_bytes,
-                        tuple((e.dst, is_active(n, state, e.dst)) for e in block.consumers(m))))
+                        tuple((d, d <= state < d + n) for d in _storage_terms(block)[m][2])))
     return _StateLayout(tuple(edges), tuple(columns))
 
 
@@ -431,8 +431,10 @@ def _held_bytes(plan: Plan, state: int, tiles: tuple[int, ...]) -> tuple[float, 
     b, v, fused, out_sram = plan.subbatch, plan.sct.values[state], plan.fused, \
         plan.block.out_to_sram
     sram = dram = worst = 0.0
+    done = v.__getitem__
     for m, (out_bytes, ext_out, dsts) in enumerate(_storage_terms(plan.block)):
-        inner = (max(v[m] - v[d] for d in dsts) if dsts else 0) * out_bytes * b
+        # Held: what the column made and its slowest consumer has not taken yet.
+        inner = (v[m] - min(map(done, dsts)) if dsts else 0) * out_bytes * b
         outer = v[m] * ext_out * b
         kept = inner if fused[m] else 0.0
         sram += kept
