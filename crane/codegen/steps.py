@@ -49,7 +49,7 @@ def _weight_bound(op: Operation, part: Part, elem_bytes: int, weight_budget: int
 
 
 def temporal_chunks(op: Operation, part: Part, budget: int, elem_bytes: int,
-                    weight_budget: int = 0) -> list[Part]:
+                    weight_budget: int = 0, extra_outputs: int = 0) -> list[Part]:
     """A part whose activations exceed ``budget`` bytes as steps over cuts of its output.
 
     The tile runs the steps one after another, so the next step's operands arrive while it
@@ -58,7 +58,8 @@ def temporal_chunks(op: Operation, part: Part, budget: int, elem_bytes: int,
     fetched once and shared. Weights that do not are cut first, along the output channels,
     so each weight slice streams in once; each such step is then cut along rows if its
     activations are still too big (the input is read again for every weight slice: the
-    loop over weights is outside).
+    loop over weights is outside). ``extra_outputs``: output-sized buffers a step also
+    holds (the results of ops chained on it, ``Emitter._run_chain``).
     """
     lowering = op.kind.lowering if isinstance(op, LayerOp) else None
     axes = STREAM_AXES.get(lowering) if lowering is not None else None
@@ -70,7 +71,8 @@ def temporal_chunks(op: Operation, part: Part, budget: int, elem_bytes: int,
                                    if b is not None and isinstance(op, LayerOp) and v in op.weights)
         steps = _cut(op, part, WEIGHT_AXES.get(lowering, ()), -(-weights // max(1, weight_budget)))
     return [piece for step in steps for piece in _cut(
-        op, step, axes, -(-_activation_bytes(op, step, elem_bytes) // budget))]
+        op, step, axes, -(-(_activation_bytes(op, step, elem_bytes)
+                            + extra_outputs * elem_bytes * volume(step.outs[0])) // budget))]
 
 
 def _cut(op: Operation, part: Part, axes: Sequence[int], count: int) -> list[Part]:
