@@ -445,11 +445,11 @@ class Emitter(TrainingEmitter):
         ports: dict[tuple[Value, Box], int] = {}
         taken: set[int] = set()
         for item in items:
-            op = self._first_op(item, ops_of)
+            op, chained = self._first_op(item, ops_of)
             if op is None or taken.intersection(item.home.tiles):
                 continue
             taken.update(item.home.tiles)
-            for tile, part in self._first_steps(op, item):
+            for tile, part in self._first_steps(op, item, chained):
                 for value, box in zip(op.operands, part.ins, strict=True):
                     if box is not None and self._ready(value):
                         readers.setdefault((value, box), []).append(tile)
@@ -461,19 +461,23 @@ class Emitter(TrainingEmitter):
             for buffer in spread.values():
                 self._remember(value, box, buffer)
 
-    def _first_op(self, item: Item, ops_of: Mapping[str, Sequence[Operation]]) -> LayerOp | None:
+    def _first_op(self, item: Item, ops_of: Mapping[str, Sequence[Operation]]
+                  ) -> tuple[LayerOp | None, bool]:
+        """The item's first op that runs, and whether it heads a streamed chain."""
         ops = ops_of.get(item.layer, ())
-        for op in ops[slice(*item.ops)] if item.ops else ops:
+        ops = ops[slice(*item.ops)] if item.ops else ops
+        for k, op in enumerate(ops):
             if isinstance(op, LayerOp) and op.results[0] not in self.virtual:
-                return op
-        return None
+                return op, bool(self._streamed_chain(ops, k, item))
+        return None, False
 
-    def _first_steps(self, op: LayerOp, item: Item) -> list[tuple[int, Part]]:
+    def _first_steps(self, op: LayerOp, item: Item, chained: bool) -> list[tuple[int, Part]]:
         """The op's parts as its first step and first input-channel chunk (what
-        ``run_op`` fetches first; the rest streams in later)."""
+        ``run_op`` or ``_run_chain`` fetches first; the rest streams in later)."""
         ctx, first = self.ctx, []
         for tile, part in self.forward_parts(op, item):
-            step = temporal_chunks(op, part, ctx.step_budget, ctx.elem_bytes, ctx.chunk_budget)[0]
+            step = temporal_chunks(op, part, ctx.step_budget, ctx.elem_bytes, ctx.chunk_budget,
+                                   extra_outputs=int(chained))[0]
             first.append((tile, reduction_chunks(op, step, ctx.chunk_budget, ctx.elem_bytes)[0]))
         return first
 
