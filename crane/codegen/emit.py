@@ -22,6 +22,12 @@ nothing. Partial sums (batch-split weight gradients) are sent to the first tile 
 added there (``compute "accumulate"``) and stored once. A forward phase with several columns first
 fetches what every column's first op reads (its first step and chunk), so that no column
 waits on a tile's in-order NoC queue behind another column's weights.
+
+A result box too big to hold (``Context.hold_budget``) is *streamed*: made step by step and
+stored as it goes. The elementwise ops after a streamed op that nothing else reads between
+(its activation, an inference batchnorm) run on each step's result on chip, so only the
+chain's last result goes to DRAM (``_run_chain``), as the cost model prices a layer with
+its merged ops.
 """
 
 from __future__ import annotations
