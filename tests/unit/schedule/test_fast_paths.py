@@ -122,28 +122,26 @@ def test_milp_constraints_in_one_call_build_the_same_model(seed: int) -> None:
     assert _lp(form.model._highs(0.5)) == _lp(ref.highs_row_by_row(form.model, 0.5))
 
 
-@pytest.mark.parametrize("seed", range(30))
-def test_mean_hops_equal_the_pairwise_mean(seed: int) -> None:
-    rng = random.Random(seed)
-    rows, cols = rng.randint(1, 64), rng.randint(1, 64)
-    mesh = Mesh(rows, cols, ((0, 0),))
+def _two_runs(rng: random.Random, side: int, most: int) -> tuple[Mesh, TileRun, TileRun]:
+    """A random mesh of at most ``side`` x ``side`` tiles and two runs of at most ``most``."""
+    rows, cols = rng.randint(1, side), rng.randint(1, side)
     runs = []
     for _ in range(2):
-        count = rng.randint(1, min(rows * cols, 600))
+        count = rng.randint(1, min(rows * cols, most))
         runs.append(TileRun(rng.randint(0, rows * cols - count), count))
-    assert mean_hops(mesh, *runs) == ref.mean_hops_pairwise(mesh, *runs)
+    return Mesh(rows, cols, ((0, 0),)), runs[0], runs[1]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_mean_hops_equal_the_pairwise_mean(seed: int) -> None:
+    mesh, src, dst = _two_runs(random.Random(seed), 64, 600)
+    assert mean_hops(mesh, src, dst) == ref.mean_hops_pairwise(mesh, src, dst)
 
 
 @pytest.mark.parametrize("seed", range(40))
 def test_link_share_equals_routing_every_pair(seed: int) -> None:
-    rng = random.Random(seed)
-    rows, cols = rng.randint(1, 9), rng.randint(1, 9)
-    mesh = Mesh(rows, cols, ((0, 0),))
-    runs = []
-    for _ in range(2):
-        count = rng.randint(1, rows * cols)
-        runs.append(TileRun(rng.randint(0, rows * cols - count), count))
-    assert link_share(mesh, *runs) == ref.link_share_routed(mesh, *runs)
+    mesh, src, dst = _two_runs(random.Random(seed), 9, 81)
+    assert link_share(mesh, src, dst) == ref.link_share_routed(mesh, src, dst)
 
 
 @pytest.mark.parametrize("seed", range(30))
