@@ -427,7 +427,7 @@ def storage(plan: Plan, state: int) -> tuple[float, float]:
 
 def _held_bytes(plan: Plan, state: int, tiles: tuple[int, ...]) -> tuple[float, float, float]:
     """(SRAM, DRAM) activation bytes held at the end of ``state``, and the largest per-tile
-    share of those on chip when each column's sit on ``tiles[column]`` tiles."""
+    share of those on chip when each column's outputs sit on ``tiles[column]`` tiles."""
     b, v, fused, out_sram = plan.subbatch, plan.sct.values[state], plan.fused, \
         plan.block.out_to_sram
     sram = dram = worst = 0.0
