@@ -23,19 +23,18 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from crane.cost.layer import HELD_SHARE, WEIGHT_SRAM_SHARE
-from crane.cost.placement import Mesh, TileRun, link_share, mean_hops
 from crane.cost.traffic import Traffic, dram_cycles, noc_time, traffic_energy
 from crane.dialects.segment_tables import (
     MeT,
     ScT,
     Tables,
-    active_columns,
     grid,
     is_active,
     num_states,
 )
 from crane.hardware.machine import Machine
 from crane.schedule.block import Block
+from crane.schedule.layout import held_path, holders_of, state_layouts, storage_terms
 from crane.schedule.options import (
     StateOption,
     block_options,
@@ -186,59 +185,12 @@ def _state_traffic(plan: Plan, state: int, opt: StateOption, machine: Machine) -
     return _state_tally(plan, state, opt, machine).traffic()
 
 
-@dataclass(frozen=True, slots=True)
-class _StateLayout:
-    """What a state's traffic reads from its block and first split, looked up once per
-    (block, sub-batch size, state), not once per plan (all plans use the first split's
-    geometry). ``edges``: edges into active consumers, in block order, as (src, dst, bytes
-    per sample, both ends active, direct hops and share, held hops and share, consumer's
-    port hops). ``columns``: active columns in order, as (column, outside input and output
-    bytes, SRAM hops, SRAM share, port hops, output bytes, consumers as (dst, active))."""
-
-    edges: tuple[tuple[int, int, int, bool, float, float, float, float, float], ...]
-    columns: tuple[tuple[int, int, int, float, float, float, int,
-                         tuple[tuple[int, bool], ...]], ...]
-
-
-@lru_cache(maxsize=100_000)
-def _block_layouts(block: Block, subbatch: int, machine: Machine,
-                   backward: bool) -> tuple[_StateLayout | None, ...]:
-    """The ``_StateLayout`` of every state (None: a state without options)."""
-    mesh = Mesh.of(machine)
-    holders = _holders(block, subbatch, machine, False).regions
-    return tuple(_layout(block, machine, mesh, state, opts[0], holders[state]) if opts else None
-                 for state, opts in enumerate(block_options(block, subbatch, machine, backward)))
-
-
-def _layout(block: Block, machine: Machine, mesh: Mesh, state: int, opt: StateOption,
-            holders: tuple[TileRun, ...]) -> _StateLayout:
-    n = block.n
-    edges = []
-    for e in block.edges:
-        if not is_active(n, state, e.dst):
-            continue
-        both = is_active(n, state, e.src)
-        direct = edge_path(machine, opt, e.src, e.dst) if both else (0.0, 0.0)
-        reader = opt.region(e.dst)
-        edges.append((e.src, e.dst, e.bytes, both, *direct,
-                      mean_hops(mesh, holders[e.src], reader),
-                      link_share(mesh, holders[e.src], reader), port_hops(machine, opt, e.dst)))
-    columns = []
-    for m in opt.columns:
-        inside = (sram_hops(machine, opt, m), sram_share(machine, opt, m)) \
-            if block.in_from_sram else (0.0, 0.0)
-        columns.append((m, block.external_in[m], block.external_out[m], *inside,
-                        port_hops(machine, opt, m), block.layers[m].output_bytes,
-                        tuple((d, d <= state < d + n) for d in _storage_terms(block)[m][2])))
-    return _StateLayout(tuple(edges), tuple(columns))
-
-
 def _first_split_tally(plan: Plan, state: int, machine: Machine, backward: bool) -> _Tally:
-    """:func:`_state_tally` on the state's first split, from its ``_StateLayout``: the same
+    """:func:`_state_tally` on the state's first split, from its ``StateLayout``: the same
     terms added to the same fields in the same order (a producer's terms summed on their
     own first, as ``_producer_traffic`` does), so the same floats."""
     block, b, fused = plan.block, plan.subbatch, plan.fused
-    layout = _block_layouts(block, b, machine, backward)[state]
+    layout = state_layouts(block, b, machine, backward)[state]
     assert layout is not None, "a state with sub-batches has options"
     s = plan.workloads[state]
     cur = plan.sct.values[state]
@@ -360,63 +312,11 @@ def held(plan: Plan, state: int, column: int) -> int:
     return max(v[column] - v[e.dst] for e in consumers)
 
 
-@dataclass(frozen=True, slots=True)
-class _Holders:
-    """Where each column's kept outputs sit after each state: its region in the last state
-    up to then where it ran (the whole chip if it never ran), under the state's first split
-    (``regions``) and the fewest tiles any of its candidate splits gave it (``tiles``)."""
-
-    regions: tuple[tuple[TileRun, ...], ...]
-    tiles: tuple[tuple[int, ...], ...]
-
-
-@lru_cache(maxsize=100_000)
-def _holders(block: Block, subbatch: int, machine: Machine, backward: bool) -> _Holders:
-    """A column's holders change only in the states where it runs: one pass over the
-    states carries them forward."""
-    n = block.n
-    regions, tiles = [TileRun(0, machine.tiles)] * n, [machine.tiles] * n
-    region_rows, tile_rows = [], []
-    for i, opts in enumerate(block_options(block, subbatch, machine, backward)):
-        for m in active_columns(n, i) if opts else ():
-            regions[m] = opts[0].region(m)
-            tiles[m] = max(1, min(o.region(m).count for o in opts))
-        region_rows.append(tuple(regions))
-        tile_rows.append(tuple(tiles))
-    return _Holders(tuple(region_rows), tuple(tile_rows))
-
-
-def holding_tiles(block: Block, subbatch: int, machine: Machine, state: int, column: int,
-                  backward: bool = False) -> int:
-    """Tiles holding ``column``'s outputs kept after ``state``: its region in the last state
-    up to ``state`` where it ran (the smallest of that state's candidate splits, so the
-    bound holds whichever split runs; the whole chip if it never ran)."""
-    return _holders(block, subbatch, machine, backward).tiles[state][column]
-
-
-def held_path(block: Block, subbatch: int, machine: Machine, state: int, column: int,
-              reader: TileRun, backward: bool = False) -> tuple[float, float]:
-    """(mean hops, busiest-link share) from the tiles keeping ``column``'s outputs (its
-    region in the last state up to ``state`` where it ran) to a reader's region."""
-    holder = _holders(block, subbatch, machine, backward).regions[state][column]
-    mesh = Mesh.of(machine)
-    return mean_hops(mesh, holder, reader), link_share(mesh, holder, reader)
-
-
 def held_per_tile(plan: Plan, state: int, machine: Machine, backward: bool = False) -> float:
     """The largest per-tile share of outputs kept on chip after ``state``, over columns
     (each column's kept outputs stay on the tiles that made them)."""
-    tiles = _holders(plan.block, plan.subbatch, machine, backward).tiles[state]
+    tiles = holders_of(plan.block, plan.subbatch, machine, backward).tiles[state]
     return _held_bytes(plan, state, tiles)[2]
-
-
-@lru_cache(maxsize=100_000)
-def _storage_terms(block: Block) -> tuple[tuple[int, int, tuple[int, ...]], ...]:
-    """Per column: output bytes, outside output bytes and its consumers' columns: what
-    ``storage`` and ``held_per_tile`` read for every state of every plan (``held`` inline)."""
-    return tuple((layer.output_bytes, block.external_out[m],
-                  tuple(e.dst for e in block.consumers(m)))
-                 for m, layer in enumerate(block.layers))
 
 
 def storage(plan: Plan, state: int) -> tuple[float, float]:
@@ -432,7 +332,7 @@ def _held_bytes(plan: Plan, state: int, tiles: tuple[int, ...]) -> tuple[float, 
         plan.block.out_to_sram
     sram = dram = worst = 0.0
     done = v.__getitem__
-    for m, (out_bytes, ext_out, dsts) in enumerate(_storage_terms(plan.block)):
+    for m, (out_bytes, ext_out, dsts) in enumerate(storage_terms(plan.block)):
         # Held: what the column made and its slowest consumer has not taken yet.
         inner = (v[m] - min(map(done, dsts)) if dsts else 0) * out_bytes * b
         outer = v[m] * ext_out * b
@@ -501,7 +401,7 @@ def evaluate(plan: Plan, machine: Machine, sram_reserved: float = 0.0,
     """Latency, energy, traffic and peak storage of a plan (see the module docstring)."""
     block, b = plan.block, plan.subbatch
     options = block_options(block, b, machine, backward)
-    holders = _holders(block, b, machine, backward).tiles
+    holders = holders_of(block, b, machine, backward).tiles
     latency = energy = compute = peak_s = peak_d = worst_held = 0.0
     dram = hops = read = write = link = 0.0
     for i, s in enumerate(plan.workloads):

@@ -19,13 +19,8 @@ from crane.cost.traffic import dram_cycles, link_cycles, noc_cycles, traffic_ene
 from crane.dialects.segment_tables import active_columns, active_states, is_active, num_states
 from crane.hardware.machine import Machine
 from crane.schedule.block import Block
-from crane.schedule.evaluate import (
-    Plan,
-    activation_capacity,
-    held_capacity,
-    held_path,
-    holding_tiles,
-)
+from crane.schedule.evaluate import Plan, activation_capacity, held_capacity
+from crane.schedule.layout import held_path, holding_tiles
 from crane.schedule.options import (
     StateOption,
     edge_hops,

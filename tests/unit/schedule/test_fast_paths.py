@@ -18,6 +18,7 @@ from crane.cost.workload import Workload
 from crane.dialects.segment_tables import num_states
 from crane.hardware.machine import Machine
 from crane.schedule import evaluate as fast
+from crane.schedule import layout
 from crane.schedule.block import Block, gradient_block
 from crane.schedule.builders import chain, diamond, residual_block, transformer_block
 from crane.schedule.canonical import vertices
@@ -77,9 +78,9 @@ def test_state_options_and_traffic_equal_the_reference(seed: int) -> None:
         reader = TileRun(0, rng.randint(1, machine.tiles))
         for column in range(block.n):
             for backward in (False, True):
-                assert fast.holding_tiles(block, subbatch, machine, state, column, backward) \
+                assert layout.holding_tiles(block, subbatch, machine, state, column, backward) \
                     == ref.holding_tiles(block, subbatch, machine, state, column, backward)
-                assert fast.held_path(block, subbatch, machine, state, column, reader,
+                assert layout.held_path(block, subbatch, machine, state, column, reader,
                                       backward) == \
                     ref.held_path(block, subbatch, machine, state, column, reader, backward)
     plan = _plan(rng, block, subbatch, machine)
