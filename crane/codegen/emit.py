@@ -23,11 +23,8 @@ added there (``compute "accumulate"``) and stored once. A forward phase with sev
 fetches what every column's first op reads (its first step and chunk), so that no column
 waits on a tile's in-order NoC queue behind another column's weights.
 
-A result box too big to hold (``Context.hold_budget``) is *streamed*: made step by step and
-stored as it goes. The elementwise ops after a streamed op that nothing else reads between
-(its activation, an inference batchnorm) run on each step's result on chip, so only the
-chain's last result goes to DRAM (``_run_chain``), as the cost model prices a layer with
-its merged ops.
+A result box too big to hold is *streamed*, alone or with the elementwise ops after it
+(``crane.codegen.emit_chain``).
 """
 
 from __future__ import annotations
@@ -38,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from crane.codegen.boxes import Box, extent, full, intersect, volume
 from crane.codegen.chip import dtype_of
 from crane.codegen.context import Context, Piece, is_weight
-from crane.codegen.emit_training import TrainingEmitter
+from crane.codegen.emit_chain import StreamChains
 from crane.codegen.partition import PARTITIONED, layer_partition, partition_boxes
 from crane.codegen.plan import Home, Item, Phase
 from crane.codegen.program import Buffer, Compute, DramTensor, Program
@@ -60,7 +57,7 @@ from crane.dialects.layers.definition import Lowering
 from crane.ir.core import Operation, Value
 
 
-class Emitter(TrainingEmitter):
+class Emitter(StreamChains):
     """Emits the programs of all mesh tiles phase by phase (see the module docstring)."""
 
     def __init__(self, rows: int, cols: int, ctx: Context) -> None:
@@ -163,17 +160,6 @@ class Emitter(TrainingEmitter):
                 self._stream_out(op.results[k], buffer, box, port)
             else:
                 made[k].append(self.piece_of(op, box, buffer))
-
-    def _streamed(self, op: Operation, part: Part) -> bool:
-        """Whether a forward part's output is too big to hold (it goes to DRAM by steps);
-        never during a recomputation, whose results the training ops read on chip."""
-        out = self.ctx.elem_bytes * sum(volume(b) for b in part.outs)
-        return not self.recomputing and out > self.ctx.hold_budget and len(op.results) == 1
-
-    def _stream_out(self, value: Value, buffer: Buffer, box: Box, port: int) -> None:
-        """A step's output straight to DRAM (its readers load it after a barrier)."""
-        self.chip.store(value, buffer, box, port)
-        self.stored.setdefault(value, []).append((box, self.synced))
 
     def _record_boxes(self, op: Operation, made: Mapping[Value, Sequence[tuple[Box, Buffer]]],
                       port: int) -> None:
@@ -355,73 +341,6 @@ class Emitter(TrainingEmitter):
             elif op.results[0] not in self.virtual:
                 self._run_forward(op, item)
             k += max(1, len(chain))
-
-    def _streamed_chain(self, ops: Sequence[Operation], k: int, item: Item) -> list[LayerOp]:
-        """``ops[k]`` and the ops after it that only transform its result element by element
-        (an activation, an inference batchnorm), when ``ops[k]``'s result is streamed to
-        DRAM and nothing else reads the results in between: [] otherwise. Run step by step,
-        each step's result goes through the whole chain on chip and only the last result
-        goes to DRAM, as the cost model prices a layer with its merged ops."""
-        op = ops[k]
-        if not isinstance(op, LayerOp) or batch_statistics(op) or self.recomputing \
-                or len(op.results) != 1 or op.results[0] in self.virtual:
-            return []
-        parts = self.forward_parts(op, item)
-        if not any(self._streamed(op, part) for _, part in parts) \
-                or any(any(part.partial) for _, part in parts):
-            return []
-        chain = [op]
-        for follower in ops[k + 1:]:
-            if not isinstance(follower, LayerOp) or not self._transforms(chain[-1], follower):
-                break
-            chain.append(follower)
-        return chain if len(chain) > 1 else []
-
-    def _transforms(self, op: LayerOp, follower: LayerOp) -> bool:
-        """Whether ``follower`` maps ``op``'s result element by element (its other operands
-        weights) and is its only reader, with nothing else needing that result."""
-        result = op.results[0]
-        elementwise = follower.kind.lowering is Lowering.UNARY or (
-            follower.kind.lowering is Lowering.CHANNEL_NORM and running_statistics(follower))
-        return (elementwise and len(follower.results) == 1
-                and follower.results[0] not in self.virtual and follower.operands[0] is result
-                and all(is_weight(v) for v in follower.operands[1:])
-                and shape_of(follower.results[0]) == shape_of(result)
-                and self._readers(result) == [follower] and result not in self.store_set)
-
-    def _run_chain(self, chain: Sequence[LayerOp], item: Item) -> None:
-        """Run a streamed chain: each step of its first op's parts, then the other ops on
-        that step's boxes reading the previous result on chip, the last result streamed to
-        DRAM; steps are cut so the chain's extra results fit the step budget too."""
-        head, port, ctx = chain[0], item.home.port, self.ctx
-        parts = self.forward_parts(head, item)
-        steps = [temporal_chunks(head, part, ctx.step_budget, ctx.elem_bytes, ctx.chunk_budget,
-                                 extra_outputs=1) for _, part in parts]
-        inputs = [v for op in chain for v in op.operands if not is_weight(v)]
-        # The intermediate results live one step at a time: their pieces are the step's.
-        earlier: dict[Value, list[Piece]] = {
-            op.results[0]: list(self.pieces.get(op.results[0], ())) for op in chain[:-1]}
-        stepped = any(len(s) > 1 for s in steps)
-        for step in range(max((len(s) for s in steps), default=0)):
-            now = [(tile, s[step]) for (tile, _), s in zip(parts, steps, strict=True)
-                   if step < len(s)]
-            marks = {v: len(self.copies.get(v, ())) for v in inputs}
-            buffers = [outs[0] for outs in self.run_parts(head, now, port)]
-            boxes = [(tile, part.outs[0]) for tile, part in now]
-            for made, op in zip(chain, chain[1:], strict=False):
-                self.pieces[made.results[0]] = earlier[made.results[0]] + [
-                    self.piece_of(made, box, buffer)
-                    for (_, box), buffer in zip(boxes, buffers, strict=True)]
-                need = NEEDS[op.kind.lowering]
-                buffers = [outs[0] for outs in self.run_parts(
-                    op, [(tile, Part((box,), *need(op, box), (False,))) for tile, box in boxes], port)]
-            for (_, box), buffer in zip(boxes, buffers, strict=True):
-                self._stream_out(chain[-1].results[0], buffer, box, port)
-            for value, mark in marks.items() if stepped else ():
-                del self.copies.get(value, [])[mark:]
-        self.pieces.update(earlier)
-        self._record(chain[-1].results[0], [], port)
-        self.barrier(f"stream:{chain[-1].results[0].name_hint or chain[-1].name}")
 
     def _run_forward(self, op: LayerOp, item: Item) -> None:
         made = self.batchnorm_forward(op, item.home.tiles, item.home.port) \
