@@ -9,10 +9,12 @@ another; ``crane.codegen.emit`` emits them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
+from itertools import permutations
 
-from crane.codegen.boxes import extent, split_span, volume, with_axis
-from crane.codegen.rules import NEEDS, Part, aligned_spans, channel_unit, int_attr, split_axes
+from crane.codegen.boxes import Box, extent, split_span, volume, with_axis
+from crane.codegen.rules import NEEDS, Need, Part, aligned_spans, channel_unit, int_attr, split_axes
 from crane.dialects.graph import LayerOp
 from crane.dialects.layers.definition import Lowering
 from crane.ir.attributes import BoolAttr, IntAttr
@@ -39,13 +41,27 @@ def _activation_bytes(op: Operation, part: Part, elem_bytes: int) -> int:
     return elem_bytes * sum(volume(b) for b in boxes)
 
 
-def _weight_bound(op: Operation, part: Part, elem_bytes: int, weight_budget: int) -> bool:
-    """Whether the part's weights do not fit ``weight_budget`` bytes (so steps cut them)."""
-    if not isinstance(op, LayerOp) or len(part.ins) < 2 or not weight_budget:
-        return False
+def _weight_bytes(op: Operation, part: Part, elem_bytes: int) -> int:
+    """Bytes of the part's weights (0 for an op without any)."""
+    if not isinstance(op, LayerOp) or len(part.ins) < 2:
+        return 0
     weights = set(op.weights)
     return elem_bytes * sum(volume(b) for v, b in zip(op.operands, part.ins, strict=True)
-                            if b is not None and v in weights) > weight_budget
+                            if b is not None and v in weights)
+
+
+def _weight_slices(op: LayerOp, part: Part, elem_bytes: int, budget: int) -> list[Part]:
+    """The part cut along its weights' output channels into the fewest slices whose weights
+    each fit ``budget`` (rounding the channels up can leave a slice of the first guess
+    just over it: a slice that does not fit is cut again into input-channel chunks, whose
+    copies are not kept, so the slice would stream in again for every step)."""
+    axes = WEIGHT_AXES.get(op.kind.lowering, ())
+    count = -(-_weight_bytes(op, part, elem_bytes) // budget)
+    while True:
+        slices = _cut(op, part, axes, count)
+        if len(slices) < count or all(_weight_bytes(op, s, elem_bytes) <= budget for s in slices):
+            return slices
+        count += 1
 
 
 def temporal_chunks(op: Operation, part: Part, budget: int, elem_bytes: int,
@@ -56,9 +72,9 @@ def temporal_chunks(op: Operation, part: Part, budget: int, elem_bytes: int,
     computes the current one (DMA and NoC overlap compute, as the cost model assumes) and
     only one step's operands need SRAM at a time; weights that fit ``weight_budget`` are
     fetched once and shared. Weights that do not are cut first, along the output channels,
-    so each weight slice streams in once; each such step is then cut along rows if its
-    activations are still too big (the input is read again for every weight slice: the
-    loop over weights is outside). ``extra_outputs``: output-sized buffers a step also
+    so each weight slice streams in once; each such step is then cut further (``_cut``) if
+    its activations are still too big (the input is read again for every weight slice: the
+    loop over weights is outside; ``crane.cost.layer.input_passes`` counts the slices). ``extra_outputs``: output-sized buffers a step also
     holds (the results of ops chained on it, ``Emitter._run_chain``).
     """
     lowering = op.kind.lowering if isinstance(op, LayerOp) else None
@@ -66,44 +82,82 @@ def temporal_chunks(op: Operation, part: Part, budget: int, elem_bytes: int,
     if not budget or lowering is None or axes is None or len(part.outs) != 1:
         return [part]
     steps = [part]
-    if _weight_bound(op, part, elem_bytes, weight_budget):
-        weights = elem_bytes * sum(volume(b) for v, b in zip(op.operands, part.ins, strict=True)
-                                   if b is not None and isinstance(op, LayerOp) and v in op.weights)
-        steps = _cut(op, part, WEIGHT_AXES.get(lowering, ()), -(-weights // max(1, weight_budget)))
+    if weight_budget and isinstance(op, LayerOp) \
+            and _weight_bytes(op, part, elem_bytes) > weight_budget:
+        steps = _weight_slices(op, part, elem_bytes, weight_budget)
     return [piece for step in steps for piece in _cut(
         op, step, axes, -(-(_activation_bytes(op, step, elem_bytes)
                             + extra_outputs * elem_bytes * volume(step.outs[0])) // budget))]
 
 
 def _cut(op: Operation, part: Part, axes: Sequence[int], count: int) -> list[Part]:
-    """``part`` cut into about ``count`` steps along ``axes`` in order: as many pieces as
-    the first axis with room allows, then the next one for the rest (only axes the op may
-    be split along; channels in whole groups of a grouped convolution)."""
+    """``part`` cut into about ``count`` steps along ``axes`` (only axes the op may be split
+    along; channels in whole groups of a grouped convolution), the cut whose steps read the
+    fewest input bytes (ties: the earlier candidate). Candidates take the axes in each order,
+    the first one cut into at most a few pieces (``FIRST_PIECES``) or as many as it allows,
+    the next ones as many as still wanted (a cut short of ``count`` only when none reaches
+    it, then the one with the most pieces): cutting a convolution's rows finely reads each
+    input row again for every window overlapping a cut, while cutting its batch, or its
+    rows and columns into squarer patches, reads far fewer twice."""
     out = part.outs[0]
+    order = tuple(dict.fromkeys(a % len(out) for a in axes))
+    cuts = [c for first in permutations(order) for cap in (count, *FIRST_PIECES)
+            if cap <= count for c in [_counts(op, out, first, count, cap)] if c]
+    if not cuts:
+        return [part]
+    assert isinstance(op, LayerOp)
+    need = NEEDS[op.kind.lowering]
+    best = min(dict.fromkeys(tuple(c.items()) for c in cuts),
+               key=lambda c: _rank(op, need, out, dict(c), count))
+    steps = []
+    for box in _boxes(op, out, dict(best)):
+        ins, attrs = need(op, box)
+        steps.append(Part((box,), ins, attrs, part.partial))
+    return steps
+
+
+FIRST_PIECES = (2, 3, 4, 6, 8, 12, 16)
+"""Pieces the first axis of a candidate cut may stop at (beside as many as it allows)."""
+
+
+def _counts(op: Operation, out: Box, order: Sequence[int], count: int,
+            cap: int) -> dict[int, int]:
+    """Pieces per axis when ``out`` is cut into about ``count`` along ``order``, the first
+    axis cut into at most ``cap``."""
     sizes = extent(out)
     allowed = {a for split in split_axes(op, True) for a in split}
     counts: dict[int, int] = {}
     wanted = count
-    for axis in dict.fromkeys(a % len(out) for a in axes):
+    for axis in order:
         unit = channel_unit(op) if axis == 1 else 1
         room = sizes[axis] // unit
         if wanted <= 1 or axis not in allowed or room < 2:
             continue
-        counts[axis] = min(wanted, room)
+        counts[axis] = min(wanted, room, wanted if counts else cap)
         wanted = -(-wanted // counts[axis])
-    if not counts:
-        return [part]
-    assert isinstance(op, LayerOp)
-    need = NEEDS[op.kind.lowering]
+    return counts
+
+
+def _boxes(op: Operation, out: Box, counts: dict[int, int]) -> list[Box]:
     boxes = [out]
     for axis, pieces in counts.items():
         unit = channel_unit(op) if axis == 1 else 1
         boxes = [with_axis(b, axis, span) for b in boxes for span in aligned_spans(*b[axis], pieces, unit)]
-    steps = []
-    for box in boxes:
-        ins, attrs = need(op, box)
-        steps.append(Part((box,), ins, attrs, part.partial))
-    return steps
+    return boxes
+
+
+def _rank(op: Operation, need: Need, out: Box, counts: dict[int, int],
+          count: int) -> tuple[int, int]:
+    """A cut's rank: short of ``count`` steps last, then the input elements its steps read,
+    from a middle step (the steps are alike, but those at an edge of a padded image read
+    less)."""
+    middle = out
+    for axis, pieces in counts.items():
+        unit = channel_unit(op) if axis == 1 else 1
+        middle = with_axis(middle, axis, aligned_spans(*middle[axis], pieces, unit)[pieces // 2])
+    ins, _ = need(op, middle)
+    steps = math.prod(counts.values())
+    return -min(count, steps), steps * sum(volume(b) for b in ins if b is not None)
 
 
 def reduction_chunks(op: Operation, part: Part, budget: int, elem_bytes: int) -> list[Part]:

@@ -1,0 +1,80 @@
+"""Steps of a tile's part: weight slices that fit their budget, cuts that read the least
+input."""
+
+from __future__ import annotations
+
+from crane.codegen.boxes import volume
+from crane.codegen.rules import NEEDS, Part
+from crane.codegen.steps import temporal_chunks
+from crane.dialects.graph import FuncOp, LayerOp
+
+from .support import body, load
+
+ELEM = 4
+
+
+def _conv(name: str, weight_shape: tuple[int, ...]) -> tuple[FuncOp, LayerOp]:
+    func = next(o for o in body(load(name)) if isinstance(o, FuncOp))
+    conv = next(o for o in func.body.ops if isinstance(o, LayerOp)
+                and o.kind.name == "conv2d" and o.operands[1].type.shape == weight_shape)
+    return func, conv
+
+
+def _part(conv: LayerOp, out: tuple[tuple[int, int], ...]) -> Part:
+    ins, attrs = NEEDS[conv.kind.lowering](conv, out)
+    return Part((out,), ins, attrs, (False,))
+
+
+def _weight_bytes(conv: LayerOp, part: Part) -> int:
+    weights = set(conv.weights)
+    return ELEM * sum(volume(b) for v, b in zip(conv.operands, part.ins, strict=True)
+                      if b is not None and v in weights)
+
+
+def test_weight_slices_each_fit_their_budget() -> None:
+    _, conv = _conv("tiny_resnet", (32, 32, 3, 3))
+    out = ((0, 1), (0, 32), (0, 16), (0, 16))
+    part = _part(conv, out)
+    weights = _weight_bytes(conv, part)
+    # Five slices would hold ceil(32 / 5) = 7 channels each, over the budget: six do.
+    budget = weights // 5 + 1
+    steps = temporal_chunks(conv, part, 10**9, ELEM, budget)
+    assert len(steps) == 6
+    assert all(_weight_bytes(conv, s) <= budget for s in steps)
+
+
+def test_steps_cut_the_batch_before_rows_when_that_reads_less_input() -> None:
+    _, conv = _conv("tiny_resnet", (32, 32, 3, 3))
+    out = ((0, 2), (0, 32), (0, 16), (0, 16))
+    part = _part(conv, out)
+    steps = temporal_chunks(conv, part, 1, ELEM)  # as many steps as the axes allow
+    assert len(steps) > 2
+    two = temporal_chunks(conv, part, _activation_budget(conv, part, 2), ELEM)
+    assert [s.outs[0][0] for s in two] == [(0, 1), (1, 2)]  # a sample each: no halo read twice
+
+
+def test_patches_read_less_than_thin_rows() -> None:
+    _, conv = _conv("tiny_resnet", (32, 32, 3, 3))
+    out = ((0, 1), (0, 32), (0, 16), (0, 16))
+    part = _part(conv, out)
+    steps = temporal_chunks(conv, part, _activation_budget(conv, part, 16), ELEM)
+    rows_only = sum(volume(s.ins[0]) for s in _rows(conv, out, 16))
+    assert sum(volume(s.ins[0]) for s in steps if s.ins[0] is not None) < rows_only
+    covered = sorted((s.outs[0][2], s.outs[0][3]) for s in steps)
+    assert len(covered) == len(set(covered)) >= 16
+
+
+def _activation_budget(conv: LayerOp, part: Part, steps: int) -> int:
+    """A step budget that asks for ``steps`` steps of ``part``."""
+    weights = set(conv.weights)
+    total = ELEM * (volume(part.outs[0]) + sum(
+        volume(b) for v, b in zip(conv.operands, part.ins, strict=True)
+        if b is not None and v not in weights))
+    return -(-total // steps)
+
+
+def _rows(conv: LayerOp, out: tuple[tuple[int, int], ...], count: int) -> list[Part]:
+    rows = out[2][1] - out[2][0]
+    spans = [(out[2][0] + k * rows // count, out[2][0] + (k + 1) * rows // count)
+             for k in range(count)]
+    return [_part(conv, (out[0], out[1], span, out[3])) for span in spans]
