@@ -38,7 +38,7 @@ from crane.codegen.plan import (
 )
 from crane.codegen.program import TileModule
 from crane.codegen.rules import shape_of, whole_batch
-from crane.cost.layer import STREAM_SHARE
+from crane.cost.layer import STREAM_SHARE, WEIGHT_SLICE_SHARE
 from crane.dialects.graph import FuncOp, LayerOp, ReturnOp
 from crane.dialects.graph_batch import graph_batch, rebatched
 from crane.dialects.graph_grad import AccumulateOp
@@ -167,7 +167,7 @@ def lower_func(func: FuncOp, schedule: ScheduleOp, machine: Machine,
     ctx = Context(batch, training, layer_of, fused, block_of, output_names(func),
                   frozenset(op for op, _ in backward),
                   budget=machine.sram_bytes // 2 if fit_sram else 0,
-                  elem_bytes=machine.data_bytes, chunk_budget=machine.sram_bytes // 4,
+                  elem_bytes=machine.data_bytes, chunk_budget=int(WEIGHT_SLICE_SHARE * machine.sram_bytes),
                   step_budget=int(STREAM_SHARE * machine.sram_bytes),
                   training_budget=machine.sram_bytes // 8, hold_budget=hold_budget,
                   copy_budget=machine.sram_bytes // 2, retain_budget=machine.sram_bytes // 4,

@@ -41,6 +41,12 @@ time."""
 HELD_SHARE = 0.25
 """Share of a tile's SRAM for outputs a column keeps on chip for later states (the rest of
 the activation half beside the working set)."""
+WEIGHT_SLICE_SHARE = 0.25
+"""A tile whose weight slice is bigger than this share of its SRAM runs its part in slices
+of the output channels whose weights each fit it (codegen's chunk budget,
+``crane.codegen.steps.temporal_chunks``), and reads its input again for every slice."""
+SLICED_KINDS = frozenset({"conv", "fc"})
+"""Layer kinds whose weights codegen cuts along the output channels (``steps.WEIGHT_AXES``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +60,8 @@ class WorkCost:
     weights_resident: bool
     weight_load: Traffic
     """Traffic to bring the layer's weights into the region once."""
+    input_passes: int = 1
+    """How many times each tile reads its input: once per weight slice (``input_passes``)."""
 
     @property
     def per_subbatch_traffic(self) -> Traffic:
@@ -106,7 +114,7 @@ def layer_cost(layer: LayerWork, batch: int, region: TileRun, machine: Machine,
         sums = Traffic.on_chip(core.reduced_bytes, apart, apart / max(1, region.count))
         operands, energy = operands + sums, energy + traffic_energy(sums, machine)
     return WorkCost(core.cycles, energy, operands, core.partition, core.weights_resident,
-                    weight_load)
+                    weight_load, core.input_passes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +131,7 @@ class _RegionFreeCost:
     forwarded_weights: Traffic
     reduced_bytes: int = 0
     """Backward only: partial weight-gradient bytes added over the NoC (``reduced_gradient_bytes``)."""
+    input_passes: int = 1
 
 
 @lru_cache(maxsize=200_000)
@@ -162,8 +171,25 @@ def _region_free_cost(layer: LayerWork, batch: int, tiles: int, machine: Machine
                                 REPLICA_HOPS, REPLICA_HOPS * spread)
     energy = (macs * machine.mac_pj / part.utilisation + vec * machine.vector_op_pj
               + traffic_energy(operands, machine))
+    passes = 1 if backward else input_passes(layer, part, machine.sram_bytes)
     return _RegionFreeCost(cycles, energy, operands, part,
-                           weights_fit(layer.weight_bytes, part, machine), forwarded, reduced)
+                           weights_fit(layer.weight_bytes, part, machine), forwarded, reduced,
+                           passes)
+
+
+def input_passes(layer: LayerWork, part: Partition, sram_bytes: int) -> int:
+    """How many times a tile reads its input box in forward: once per slice of its output
+    channels when its weights exceed ``WEIGHT_SLICE_SHARE`` of SRAM, the fewest slices
+    whose weights each fit (channels split as evenly as they go), else once."""
+    if not layer.weight_bytes or layer.kind not in SLICED_KINDS:
+        return 1
+    channels = -(-layer.dims.k // max(1, part.kk))
+    per_channel = layer.weight_bytes / max(1, layer.dims.k)
+    budget = WEIGHT_SLICE_SHARE * sram_bytes
+    slices = max(1, math.ceil(per_channel * channels / budget))
+    while slices < channels and -(-channels // slices) * per_channel > budget:
+        slices += 1
+    return min(slices, channels)
 
 
 def reduced_gradient_bytes(layer: LayerWork, part: Partition) -> int:

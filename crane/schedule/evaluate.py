@@ -39,6 +39,7 @@ from crane.schedule.options import (
     StateOption,
     block_options,
     edge_path,
+    input_passes,
     port_hops,
     sram_hops,
     sram_share,
@@ -264,9 +265,10 @@ def _state_tally(plan: Plan, state: int, opt: StateOption, machine: Machine) -> 
         if not is_active(block.n, state, e.dst):
             continue
         d = direct_take(sct, block.n, state, e.src, e.dst)
+        nbytes = e.bytes * input_passes(opt, e.dst)
         if d:
-            total.on_chip(e.bytes * b * d, *edge_path(machine, opt, e.src, e.dst))
-        stored = e.bytes * b * (s - d)
+            total.on_chip(nbytes * b * d, *edge_path(machine, opt, e.src, e.dst))
+        stored = nbytes * b * (s - d)
         if plan.fused[e.src]:
             total.on_chip(stored, *held_path(block, b, machine, state, e.src, opt.region(e.dst)))
         else:
@@ -280,7 +282,7 @@ def _producer_traffic(plan: Plan, state: int, m: int, opt: StateOption,
                       machine: Machine) -> _Tally:
     block, b, s = plan.block, plan.subbatch, plan.workloads[state]
     total = _Tally()
-    ext_in = block.external_in[m] * b * s
+    ext_in = block.external_in[m] * input_passes(opt, m) * b * s
     if block.in_from_sram:
         total.on_chip(ext_in, sram_hops(machine, opt, m), sram_share(machine, opt, m))
     else:

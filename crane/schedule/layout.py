@@ -16,6 +16,7 @@ from crane.schedule.options import (
     StateOption,
     block_options,
     edge_path,
+    input_passes,
     port_hops,
     sram_hops,
     sram_share,
@@ -57,14 +58,16 @@ def _state_layout(block: Block, machine: Machine, mesh: Mesh, state: int, opt: S
         both = is_active(n, state, e.src)
         direct = edge_path(machine, opt, e.src, e.dst) if both else (0.0, 0.0)
         reader = opt.region(e.dst)
-        edges.append((e.src, e.dst, e.bytes, both, *direct,
+        # A consumer cut in weight slices reads its input once per slice.
+        edges.append((e.src, e.dst, e.bytes * input_passes(opt, e.dst), both, *direct,
                       mean_hops(mesh, holders[e.src], reader),
                       link_share(mesh, holders[e.src], reader), port_hops(machine, opt, e.dst)))
     columns = []
     for m in opt.columns:
         inside = (sram_hops(machine, opt, m), sram_share(machine, opt, m)) \
             if block.in_from_sram else (0.0, 0.0)
-        columns.append((m, block.external_in[m], block.external_out[m], *inside,
+        columns.append((m, block.external_in[m] * input_passes(opt, m), block.external_out[m],
+                        *inside,
                         port_hops(machine, opt, m), block.layers[m].output_bytes,
                         tuple((d, d <= state < d + n) for d in storage_terms(block)[m][2])))
     return StateLayout(tuple(edges), tuple(columns))

@@ -59,6 +59,9 @@ class StateOption:
     """Cycles of one step's compute: transfers cannot hide the last step's (nor the first's)."""
     sram_share: tuple[float, ...] = ()
     """Per active column: busiest-link share of data spread over the chip's SRAM reaching it."""
+    passes: tuple[int, ...] = ()
+    """Per active column: how many times its tiles read its inputs (once per weight slice,
+    ``crane.cost.layer.input_passes``)."""
 
     def region(self, column: int) -> TileRun:
         return self.regions[self.columns.index(column)]
@@ -69,7 +72,7 @@ class StateOption:
             self.split, tuple(c + offset for c in self.columns), self.regions, self.cycles,
             self.energy_pj, self.traffic, self.weight_load, self.sram, self.port,
             tuple((a + offset, b + offset, hops, share) for a, b, hops, share in self.edges),
-            self.lead, self.tail, self.sram_share)
+            self.lead, self.tail, self.sram_share, self.passes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +215,7 @@ class _SplitCost:
     sram: tuple[float, ...]
     port: tuple[float, ...]
     sram_share: tuple[float, ...]
+    passes: tuple[int, ...]
 
 
 @lru_cache(maxsize=400_000)
@@ -221,8 +225,10 @@ def _split_cost(layers: tuple[LayerWork, ...], counts: tuple[int, ...], batch: i
     cycles, energy = 0.0, 0.0
     step, load = Traffic(), Traffic()
     spread = 0.0
+    passes = []
     for layer, region in zip(layers, regions, strict=True):
         cost = layer_cost(layer, batch, region, machine, backward)
+        passes.append(cost.input_passes)
         cycles = max(cycles, cost.cycles)
         energy += cost.energy_pj
         spread = max(spread, weight_spread_cycles(layer, cost.partition, machine))
@@ -241,7 +247,7 @@ def _split_cost(layers: tuple[LayerWork, ...], counts: tuple[int, ...], batch: i
     return _SplitCost(regions, cycles, energy, step, load, weights,
                       tuple(mean_hops(mesh, chip, r) for r in regions),
                       tuple(dram_hops(mesh, r) for r in regions),
-                      tuple(link_share(mesh, chip, r) for r in regions))
+                      tuple(link_share(mesh, chip, r) for r in regions), tuple(passes))
 
 
 def _option(view: StateView, split: str, counts: tuple[int, ...], batch: int,
@@ -256,7 +262,7 @@ def _option(view: StateView, split: str, counts: tuple[int, ...], batch: int,
         default=0.0)
     return StateOption(split, tuple(range(len(regions))), regions, core.cycles, core.energy_pj, core.traffic,
                        core.weight_load, core.sram, core.port, edges, lead, core.cycles,
-                       core.sram_share)
+                       core.sram_share, core.passes)
 
 
 def _transfer_cycles(traffic: Traffic, machine: Machine) -> float:
@@ -346,6 +352,11 @@ def sram_share(machine: Machine, option: StateOption, column: int) -> float:
 def sram_hops(machine: Machine, option: StateOption, column: int) -> float:
     """Hops from data spread over the whole chip's SRAM to a column's region."""
     return option.sram[option.columns.index(column)]
+
+
+def input_passes(option: StateOption, column: int) -> int:
+    """How many times a column's tiles read its inputs under the split (1 if unknown)."""
+    return option.passes[option.columns.index(column)] if option.passes else 1
 
 
 def port_hops(machine: Machine, option: StateOption, column: int) -> float:

@@ -1,12 +1,15 @@
 """Steps of a tile's part: weight slices that fit their budget, cuts that read the least
-input."""
+input, and the cost model counting the same slices."""
 
 from __future__ import annotations
 
 from crane.codegen.boxes import volume
 from crane.codegen.rules import NEEDS, Part
 from crane.codegen.steps import temporal_chunks
+from crane.cost.layer import WEIGHT_SLICE_SHARE, input_passes
+from crane.cost.utilisation import Partition
 from crane.dialects.graph import FuncOp, LayerOp
+from crane.schedule.from_graph import workload_of
 
 from .support import body, load
 
@@ -31,8 +34,8 @@ def _weight_bytes(conv: LayerOp, part: Part) -> int:
                       if b is not None and v in weights)
 
 
-def test_weight_slices_each_fit_their_budget() -> None:
-    _, conv = _conv("tiny_resnet", (32, 32, 3, 3))
+def test_weight_slices_each_fit_their_budget_and_the_model_counts_them() -> None:
+    func, conv = _conv("tiny_resnet", (32, 32, 3, 3))
     out = ((0, 1), (0, 32), (0, 16), (0, 16))
     part = _part(conv, out)
     weights = _weight_bytes(conv, part)
@@ -41,6 +44,11 @@ def test_weight_slices_each_fit_their_budget() -> None:
     steps = temporal_chunks(conv, part, 10**9, ELEM, budget)
     assert len(steps) == 6
     assert all(_weight_bytes(conv, s) <= budget for s in steps)
+    layer = next(w for w in workload_of(func, ELEM).layers
+                 if w.name == conv.results[0].name_hint or conv.results[0].name_hint in w.name)
+    sram = int(budget / WEIGHT_SLICE_SHARE)
+    assert input_passes(layer, Partition(1, 1, 1, 1, 1.0), sram) == len(steps)
+    assert input_passes(layer, Partition(1, 1, 1, 1, 1.0), 8 * sram) == 1  # they fit
 
 
 def test_steps_cut_the_batch_before_rows_when_that_reads_less_input() -> None:

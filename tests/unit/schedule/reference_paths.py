@@ -21,6 +21,7 @@ from crane.cost.layer import (
     REPLICA_HOPS,
     WorkCost,
     _compute_cycles,
+    input_passes,
     input_readers,
     min_tiles,
     reduced_gradient_bytes,
@@ -64,6 +65,7 @@ from crane.schedule.options import (
     sram_hops,
     sram_share,
 )
+from crane.schedule.options import input_passes as input_passes_of
 from crane.schedule.search import (
     WHOLE,
     BlockChoice,
@@ -110,7 +112,8 @@ def layer_cost(layer: LayerWork, batch: int, region: TileRun, machine: Machine,
         sums = Traffic.on_chip(reduced, apart, apart / max(1, region.count))
         operands, energy = operands + sums, energy + traffic_energy(sums, machine)
     return WorkCost(cycles, energy, operands, part,
-                    weights_fit(layer.weight_bytes, part, machine), weight_load)
+                    weights_fit(layer.weight_bytes, part, machine), weight_load,
+                    1 if backward else input_passes(layer, part, machine.sram_bytes))
 
 
 def balanced_split(block: Block, columns: tuple[int, ...], batch: int, tiles: int,
@@ -165,8 +168,10 @@ def _option(block: Block, split: str, columns: tuple[int, ...], counts: tuple[in
     cycles, energy = 0.0, 0.0
     step, load = Traffic(), Traffic()
     spread = 0.0
+    passes = []
     for column, region in zip(columns, regions, strict=True):
         cost = layer_cost(block.layers[column], batch, region, machine, backward)
+        passes.append(cost.input_passes)
         cycles = max(cycles, cost.cycles)
         energy += cost.energy_pj
         spread = max(spread, weight_spread_cycles(block.layers[column], cost.partition, machine))
@@ -192,7 +197,7 @@ def _option(block: Block, split: str, columns: tuple[int, ...], counts: tuple[in
     return StateOption(split, columns, regions, cycles, energy, step, load,
                        tuple(mean_hops(mesh, chip, r) for r in regions),
                        tuple(dram_hops(mesh, r) for r in regions), edges, lead, cycles,
-                       tuple(link_share(mesh, chip, r) for r in regions))
+                       tuple(link_share(mesh, chip, r) for r in regions), tuple(passes))
 
 
 def _input_cycles(block: Block, column: int, batch: int, region: TileRun, machine: Machine) -> float:
@@ -237,10 +242,11 @@ def _state_traffic(plan: Plan, state: int, opt: StateOption, machine: Machine) -
         if not is_active(block.n, state, e.dst):
             continue
         d = direct_take(sct, block.n, state, e.src, e.dst)
+        nbytes = e.bytes * input_passes_of(opt, e.dst)
         if d:
-            total = total + Traffic.on_chip(e.bytes * b * d, edge_hops(machine, opt, e.src, e.dst),
+            total = total + Traffic.on_chip(nbytes * b * d, edge_hops(machine, opt, e.src, e.dst),
                                             edge_share(machine, opt, e.src, e.dst))
-        stored = e.bytes * b * (s - d)
+        stored = nbytes * b * (s - d)
         total = total + (Traffic.on_chip(stored, *held_path(block, b, machine, state, e.src,
                                                             opt.region(e.dst)))
                          if plan.fused[e.src]
@@ -255,7 +261,7 @@ def _producer_traffic(plan: Plan, state: int, m: int, opt: StateOption,
     block, b, s = plan.block, plan.subbatch, plan.workloads[state]
     layer = block.layers[m]
     total = Traffic()
-    ext_in = block.external_in[m] * b * s
+    ext_in = block.external_in[m] * input_passes_of(opt, m) * b * s
     total = total + (Traffic.on_chip(ext_in, sram_hops(machine, opt, m), sram_share(machine, opt, m))
                      if block.in_from_sram
                      else Traffic.dram_read(ext_in, port_hops(machine, opt, m)))
