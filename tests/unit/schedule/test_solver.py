@@ -15,6 +15,7 @@ from crane.schedule.builders import chain, diamond, transformer_block
 from crane.schedule.evaluate import Plan, activation_capacity, evaluate, tables_of
 from crane.schedule.formulate import formulate
 from crane.schedule.objective import Objective
+from crane.schedule.options import state_options
 from crane.schedule.pareto import sweep
 
 EDGE = Machine.edge()
@@ -76,3 +77,25 @@ def test_sram_capacity_forces_spill() -> None:
     everything = Plan(block, 1, 10, ((10,), (0,), (10,)), (True, False))
     assert not evaluate(everything, tiny).feasible
     assert result.best.plan != everything
+
+
+def test_a_layer_run_in_weight_slices_reads_its_input_once_per_slice() -> None:
+    # One 64 KiB tile: a 64x64x3x3 kernel (36 KiB) runs in three output-channel slices of
+    # at most a quarter of SRAM (``crane.cost.layer.input_passes``, codegen's weight slices).
+    tile = EDGE.with_changes(rows=1, cols=1, sram_bytes=64 * 1024,
+                             dram_ports=Machine.edge_ports(1, 1))
+    net = chain(2)
+    block = Block.of(net, 1, 2)
+    (option,) = state_options(block, 0, 1, tile)
+    assert option.passes == (3,)
+    plan = Plan(block, 1, 4, ((4,),), (False,))
+    cost = evaluate(plan, tile)
+    layer = net.layers[1]
+    weights = option.weight_load.dram_bytes + 4 * option.traffic.dram_bytes
+    assert cost.traffic.dram_bytes == 4 * (3 * block.external_in[0] + layer.output_bytes) + weights
+    form = formulate(block, 1, 4, tile)
+    assert form is not None
+    result = sweep(form, Objective())
+    assert result.best is not None
+    assert math.isclose(evaluate(result.best.plan, tile).energy_pj, result.best.energy,
+                        rel_tol=1e-6)
