@@ -152,16 +152,17 @@ def _error(tile: int | None, requests: Sequence[BufferRequest], ranges: Sequence
 
 def allocate(requests: Sequence[BufferRequest], capacity: int, *,
              compute_steps: Sequence[int] = (), alignment: int = DEFAULT_ALIGNMENT,
-             double_buffer: bool = True, tile: int | None = None) -> Allocation:
+             double_buffer: bool = True, drain: bool | None = None,
+             tile: int | None = None) -> Allocation:
     """Assign an aligned byte offset to every buffer of one tile program.
 
-    ``compute_steps`` (indices of compute instructions) drive the double-buffering rule of
-    :mod:`crane.alloc.liveness`. Raises :class:`AllocationError` (naming ``tile``) when the
+    ``compute_steps`` (indices of compute instructions) drive the double-buffering and
+    draining rules of :mod:`crane.alloc.liveness`. Raises :class:`AllocationError` (naming ``tile``) when the
     buffers do not fit ``capacity`` bytes, and ``ValueError`` for a non-positive alignment.
     """
     if alignment <= 0:
         raise ValueError(f"alignment must be positive, got {alignment}")
-    ranges = live_ranges(requests, compute_steps, double_buffer)
+    ranges = live_ranges(requests, compute_steps, double_buffer, drain)
     sizes = [r.nbytes for r in requests]
     if not requests:
         return Allocation((), (), 0, 0, capacity, alignment)

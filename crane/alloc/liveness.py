@@ -9,7 +9,11 @@ load or a NoC receive has its range *start at the last compute instruction befor
 transfer* instead of at the transfer itself. So the buffer is live during that compute, and it cannot get the bytes of
 anything that compute reads or writes. The load of sub-batch ``k + 1`` can then run while
 compute ``k`` still reads its own operands, and a later-issued load never waits for the
-compute ahead of it in the program. A load with no compute before it keeps its range.
+compute ahead of it in the program. A load with no compute before it keeps its range. The
+mirror rule drains results: a buffer last read by a DMA store or a NoC send has its range
+*end at the first compute instruction after that transfer*, so that compute writes other
+bytes and the store of step ``k`` runs while compute ``k + 1`` does (else the next result
+takes the freed bytes and waits for the store, and stores never overlap compute).
 """
 
 from __future__ import annotations
@@ -33,6 +37,9 @@ class BufferRequest:
     dma_target: bool = False
     """Filled by a DMA load or a NoC receive: double buffering moves its start one compute
     step earlier."""
+    dma_source: bool = False
+    """Last read by a DMA store or a NoC send: draining moves its end one compute step
+    later."""
 
     def __post_init__(self) -> None:
         if self.nbytes < 0:
@@ -62,16 +69,26 @@ def double_buffered_start(first: int, compute_steps: Sequence[int]) -> int:
     return compute_steps[k - 1] if k else first
 
 
+def drained_stop(last: int, compute_steps: Sequence[int]) -> int:
+    """The end of a buffer a transfer drains, under draining (see the module docstring)."""
+    k = bisect.bisect_right(compute_steps, last)
+    return compute_steps[k] if k < len(compute_steps) else last
+
+
 def live_ranges(requests: Sequence[BufferRequest], compute_steps: Sequence[int],
-                double_buffer: bool = True) -> list[LiveRange]:
-    """The range each request occupies, in request order."""
+                double_buffer: bool = True, drain: bool | None = None) -> list[LiveRange]:
+    """The range each request occupies, in request order (``drain``: the draining rule,
+    by default with double buffering)."""
     steps = sorted(compute_steps)
+    drain = double_buffer if drain is None else drain
     ranges = []
     for req in requests:
-        start = req.first
+        start, stop = req.first, req.last
         if double_buffer and req.dma_target:
             start = double_buffered_start(req.first, steps)
-        ranges.append(LiveRange(start, req.last))
+        if drain and req.dma_source:
+            stop = drained_stop(req.last, steps)
+        ranges.append(LiveRange(start, stop))
     return ranges
 
 

@@ -3,6 +3,7 @@
 import pytest
 
 from crane.alloc import AllocationError, BufferRequest, allocate, double_buffered_start, live_ranges
+from crane.alloc.liveness import drained_stop
 
 
 def test_disjoint_ranges_share_bytes() -> None:
@@ -55,6 +56,20 @@ def test_double_buffered_start_without_earlier_compute() -> None:
     assert double_buffered_start(9, (3, 5)) == 5
     ranges = live_ranges([BufferRequest("%w", 8, 2, 4, dma_target=True)], (), True)
     assert ranges[0].start == 2
+
+
+def test_draining_keeps_a_stored_result_until_the_next_compute() -> None:
+    # 0 compute(-> %y0), 1 store %y0, 2 compute(-> %y1), 3 store %y1
+    reqs = [BufferRequest("%y0", 1024, 0, 1, dma_source=True),
+            BufferRequest("%y1", 1024, 2, 3, dma_source=True)]
+    plain = allocate(reqs, 1 << 20, compute_steps=(0, 2), double_buffer=False)
+    assert plain.offsets[0] == plain.offsets[1]  # compute 2 would wait for store 1
+    drained = allocate(reqs, 1 << 20, compute_steps=(0, 2))
+    assert drained.ranges[0].stop == 2
+    assert drained.offsets[0] != drained.offsets[1]  # store 1 runs beside compute 2
+    assert allocate(reqs, 1 << 20, compute_steps=(0, 2), drain=False).offsets[0] == 0 == \
+        allocate(reqs, 1 << 20, compute_steps=(0, 2), drain=False).offsets[1]
+    assert drained_stop(3, (0, 2)) == 3  # no compute after the last store
 
 
 def test_overflow_names_tile_instruction_and_live_buffers() -> None:
