@@ -26,6 +26,8 @@ from crane.cost.workload import GEMM_KINDS, LayerWork
 from crane.hardware.machine import Machine
 
 WEIGHT_SRAM_SHARE = 0.5
+"""Share of a tile's SRAM set aside for weights: the scheduler's activations get the rest
+(``crane.schedule.evaluate.activation_capacity``)."""
 SCATTER_BYTES = 16 * 1024
 """A box at least this big that four or more tiles share is fetched in slabs."""
 REPLICA_HOPS = 1.0
@@ -93,9 +95,11 @@ def step_cycles(macs: int, vector_ops: int, extents: tuple[int, int, int, int], 
 
 
 def weights_fit(weight_bytes: int, part: Partition, machine: Machine) -> bool:
-    """Whether each tile's weight slice fits in its share of SRAM."""
+    """Whether each tile's weight slice stays on chip for the whole block: it fits
+    ``WEIGHT_SLICE_SHARE`` of SRAM, as codegen keeps such weights for the block's later
+    sub-batches (bigger ones it cuts into slices, streamed in again for every sub-batch)."""
     per_tile = weight_bytes / max(1, part.input_copies)
-    return per_tile <= WEIGHT_SRAM_SHARE * machine.sram_bytes
+    return per_tile <= WEIGHT_SLICE_SHARE * machine.sram_bytes
 
 
 @lru_cache(maxsize=200_000)

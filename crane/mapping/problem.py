@@ -10,7 +10,7 @@ SRAM need of one tile (the inelastic part; streamed weights and working activati
 into chunks by code generation and sized by the ``alloc`` pass):
 
 * the column's resident weight slice: ``weight_bytes / K-split`` when the cost model's rule
-  (``crane.cost.layer.weights_fit``: the slice fits in half the SRAM) makes them resident
+  (``crane.cost.layer.weights_fit``: the slice fits its share of SRAM) makes them resident
   for the partition ``crane.cost.utilisation.best_partition`` picks for that tile count;
 * a share of the activations held on chip across the state (the MeT SRAM ranges), spread
   evenly over the mesh as the scheduler's capacity model does
