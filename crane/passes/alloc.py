@@ -46,9 +46,11 @@ class Alloc(Pass):
     (``crane.alloc.programs``); ``crane.alloc.assign`` places them by interval best fit at
     ``alignment``-byte offsets so that no two buffers live at one instruction share a
     byte. With ``double-buffer`` (the default) a buffer filled by a ``tile.load`` is live
-    from the compute step before the load, so the load can overlap that compute
-    (``crane.alloc.liveness``); a tile that fits only without it is allocated without it
-    (statistic ``single-buffered-programs``). Every offset is (re)assigned, hand-written
+    from the compute step before the load, so the load can overlap that compute, and a
+    buffer a ``tile.store`` or ``tile.send`` reads last stays live until the next compute
+    step, so the store overlaps that compute (``crane.alloc.liveness``); a tile that does
+    not fit so keeps the loads' rule alone, and one that fits only without both is
+    allocated without them (statistic ``single-buffered-programs``). Every offset is (re)assigned, hand-written
     ones included.
 
     The capacity is the targeted ``hw.machine``'s ``sram_bytes`` (``edge`` when the module
