@@ -157,8 +157,9 @@ def allocate(requests: Sequence[BufferRequest], capacity: int, *,
     """Assign an aligned byte offset to every buffer of one tile program.
 
     ``compute_steps`` (indices of compute instructions) drive the double-buffering and
-    draining rules of :mod:`crane.alloc.liveness`. Raises :class:`AllocationError` (naming ``tile``) when the
-    buffers do not fit ``capacity`` bytes, and ``ValueError`` for a non-positive alignment.
+    draining rules of :mod:`crane.alloc.liveness` (``drain``: by default with
+    ``double_buffer``). Raises :class:`AllocationError` (naming ``tile``) when the buffers
+    do not fit ``capacity`` bytes, and ``ValueError`` for a non-positive alignment.
     """
     if alignment <= 0:
         raise ValueError(f"alignment must be positive, got {alignment}")
