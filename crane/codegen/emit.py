@@ -114,10 +114,9 @@ class Emitter(StreamChains):
         it back by their own boxes, after a barrier)."""
         made: list[list[Piece]] = [[] for _ in op.results]
         partial: list[list[Buffer]] = [[] for _ in op.results]
-        steps = [temporal_chunks(op, part, self.ctx.step_budget, self.ctx.elem_bytes,
-                                 self.ctx.chunk_budget) for _, part in parts]
         # All parts stream or none: readers never find a result half on chip, half in DRAM.
         streamed = [any(self._streamed(op, part) for _, part in parts)] * len(parts)
+        steps = [self._steps(op, tile, part, streamed[0]) for tile, part in parts]
         stepped = any(len(s) > 1 for s in steps)
         # A part run in steps fills one buffer of its whole output, window by window, so
         # readers see one piece per tile, not one per step.
@@ -147,6 +146,31 @@ class Emitter(StreamChains):
             self._record(result, pieces, port)
         if any(streamed):
             self.barrier(f"stream:{op.results[0].name_hint or op.name}")
+
+    def _steps(self, op: Operation, tile: int, part: Part, streamed: bool,
+               chained: bool = False) -> list[Part]:
+        """The steps ``tile`` runs ``part`` in (``steps.temporal_chunks``), or, for
+        inference, the part whole when its result stays on chip and every activation it
+        reads is already on ``tile``: steps bound the SRAM of what streams in, and cutting
+        boxes out of buffers already there only copies them (one vector op per element).
+        A training step keeps its steps: run whole, its float32 sums round differently and
+        the batchnorm gradients of ResNet-50 (``bench/lowering.py --quick``) drift past
+        ``--check``'s 1e-4 (to 1.4e-4, a float32 interpreter's own error 4.6e-5)."""
+        ctx = self.ctx
+        if not (streamed or ctx.training) and self._on_tile(op, part, tile):
+            return [part]
+        return temporal_chunks(op, part, ctx.step_budget, ctx.elem_bytes, ctx.chunk_budget,
+                               extra_outputs=int(chained))
+
+    def _on_tile(self, op: Operation, part: Part, tile: int) -> bool:
+        """Whether every activation box ``part`` reads is held on ``tile`` already."""
+        for value, box in zip(op.operands, part.ins, strict=True):
+            if box is None or is_weight(value):
+                continue
+            sources = None if value in self.virtual else self._sources(value, box, tile)
+            if sources is None or any(p.buffer.tile != tile for p, _ in sources):
+                return False
+        return True
 
     def _step_outputs(self, op: Operation, part: Part, outs: Sequence[Buffer], streamed: bool,
                       into: tuple[list[list[Piece]], list[list[Buffer]]], port: int) -> None:
@@ -400,9 +424,10 @@ class Emitter(StreamChains):
         """The op's parts as its first step and first input-channel chunk (what
         ``run_op`` or ``_run_chain`` fetches first; the rest streams in later)."""
         ctx, first = self.ctx, []
-        for tile, part in self.forward_parts(op, item):
-            step = temporal_chunks(op, part, ctx.step_budget, ctx.elem_bytes, ctx.chunk_budget,
-                                   extra_outputs=int(chained))[0]
+        parts = self.forward_parts(op, item)
+        streamed = any(self._streamed(op, part) for _, part in parts)
+        for tile, part in parts:
+            step = self._steps(op, tile, part, streamed, chained)[0]
             first.append((tile, reduction_chunks(op, step, ctx.chunk_budget, ctx.elem_bytes)[0]))
         return first
 
