@@ -59,7 +59,7 @@ class Context:
     training_budget: int = 0
     """Bytes one step of a training op may read and write on a tile (0: no steps)."""
     hold_budget: int = 1 << 62
-    """Bytes of an op's result box a tile holds whole (``lower.HOLD_FRACTION`` of the
+    """Bytes of an op's result box a tile holds whole (``crane.cost.layer.HELD_SHARE`` of the
     SRAM); bigger ones go to DRAM by the step or window."""
     anchors: Mapping[Operation, str] | None = None
     """The op making each layer, split like the cost model does (None: the split rules)."""

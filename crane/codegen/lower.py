@@ -38,7 +38,7 @@ from crane.codegen.plan import (
 )
 from crane.codegen.program import TileModule
 from crane.codegen.rules import shape_of, whole_batch
-from crane.cost.layer import STREAM_SHARE, WEIGHT_SLICE_SHARE
+from crane.cost.layer import HELD_SHARE, STREAM_SHARE, WEIGHT_SLICE_SHARE
 from crane.dialects.graph import FuncOp, LayerOp, ReturnOp
 from crane.dialects.graph_batch import graph_batch, rebatched
 from crane.dialects.graph_grad import AccumulateOp
@@ -47,14 +47,6 @@ from crane.dialects.segment import BlockOp, ScheduleOp
 from crane.hardware.machine import Machine
 from crane.ir.attributes import DenseIntsAttr, IntAttr, StringAttr
 from crane.ir.core import Operation, Value
-
-HOLD_FRACTION = 5
-"""A result box larger than 1/HOLD_FRACTION of a tile's SRAM is not held on chip:
-it goes to DRAM by steps and its readers load it back. One tile running attention holds
-four values at once while the scores stream through (the residual input, ``q``, and ``k``
-before and after its transpose); at a quarter each they filled the SRAM and the streamed
-step overflowed it (BERT-base on ``gpu11``, GPT-2 on ``mesh2x2``, each value exactly a
-quarter). A fifth leaves the step its room."""
 
 
 def output_names(func: FuncOp) -> dict[Value, str]:
@@ -157,7 +149,7 @@ def lower_func(func: FuncOp, schedule: ScheduleOp, machine: Machine,
     rerun = {b: _recompute_phases(runs, len(blocks) + b, machine, batch, ops_of, training)
              for b, runs in again.items()}
     recomputed = frozenset(name for b in again for name in blocks[b].layer_names)
-    hold_budget = machine.sram_bytes // HOLD_FRACTION
+    hold_budget = int(HELD_SHARE * machine.sram_bytes)
     refreshed = _refreshed(own, ops_of, recomputed, homes, hold_budget // machine.data_bytes) \
         if training else frozenset()
     phases += with_recomputation(

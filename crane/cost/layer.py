@@ -40,9 +40,14 @@ STREAM_SHARE = 1 / 16
 """A tile streams a big input box in steps of this share of its SRAM (codegen's step
 budget, ``crane.codegen.lower``, is this share), so only one step of input is resident at a
 time."""
-HELD_SHARE = 0.25
-"""Share of a tile's SRAM for outputs a column keeps on chip for later states (the rest of
-the activation half beside the working set)."""
+HELD_SHARE = 0.2
+"""Share of a tile's SRAM for a result it keeps on chip for later ops (a column's kept
+outputs, a cut crossed in SRAM): codegen holds a result box up to this share whole and
+streams a bigger one to DRAM (``Context.hold_budget``). A quarter was too much: one tile
+running attention holds four values at once while the scores stream through (the
+residual input, ``q``, and ``k`` before and after its transpose); at a quarter each they
+filled the SRAM and the streamed step overflowed it (BERT-base on ``gpu11``, GPT-2 on
+``mesh2x2``). A fifth leaves the step its room."""
 WEIGHT_SLICE_SHARE = 0.25
 """A tile whose weight slice is bigger than this share of its SRAM runs its part in slices
 of the output channels whose weights each fit it (codegen's chunk budget,

@@ -36,7 +36,7 @@ from crane.cost.bounds import LowerBounds, lower_bounds
 from crane.cost.workload import Workload
 from crane.hardware.machine import Machine
 from crane.schedule.block import Block, crossing_bytes
-from crane.schedule.evaluate import BlockCost, Plan, activation_capacity, evaluate
+from crane.schedule.evaluate import BlockCost, Plan, evaluate, held_capacity
 from crane.schedule.objective import Objective
 
 BlockSolver = Callable[[Block, int, Machine, Objective, float], list[tuple[Plan, BlockCost]]]
@@ -220,10 +220,12 @@ def _extend(entry: _Entry, choice: BlockChoice) -> _Entry:
 
 
 def fused_cut(workload: Workload, cut: int, batch: int, machine: Machine) -> bool:
-    """Whether the tensors crossing ``cut`` stay in SRAM for the whole batch."""
+    """Whether the tensors crossing ``cut`` stay in SRAM for ``batch`` samples: they fit the
+    chip's share for kept results (``held_capacity`` per tile, what codegen holds whole
+    before it streams a result to DRAM)."""
     if cut <= 0 or cut >= len(workload):
         return False
-    return crossing_bytes(workload, cut) * batch <= 0.5 * activation_capacity(machine)
+    return crossing_bytes(workload, cut) * batch <= machine.tiles * held_capacity(machine)
 
 
 WHOLE = 0
