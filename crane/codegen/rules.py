@@ -71,9 +71,7 @@ def shape_of(value: Value) -> tuple[int, ...]:
 
 def whole_batch(op: Operation, training: bool) -> bool:
     """Whether the op needs every sample at once (so a block holding it cannot pipeline)."""
-    if not isinstance(op, LayerOp):
-        return False
-    return op.kind.is_loss or (op.kind.has_batch_statistics and not running_statistics(op))
+    return isinstance(op, LayerOp) and op.needs_whole_batch
 
 
 def mask_attrs(op: Operation, out: Box) -> dict[str, Attribute]:

@@ -68,6 +68,9 @@ class LayerWork:
     GEMM with elementwise ops or a norm merged after it saves only its output (the model
     keeps one tensor per layer), so its backward recomputes the internals its gradients
     read (codegen's ``refresh``). See :meth:`from_saved_output`."""
+    whole_batch: bool = False
+    """One of its ops needs every sample at once (a batchnorm over the batch's statistics,
+    a loss): the layer runs on the whole batch, never in a group of a smaller sub-batch."""
     _hash: int = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -114,6 +117,7 @@ class LayerWork:
         inputs: Iterable[tuple[str, int]] = (),
         external_input_bytes: int = 0,
         refreshes: bool = False,
+        whole_batch: bool = False,
     ) -> LayerWork:
         """A layer whose backward work follows the usual rule: dX + dW for GEMM-like kinds
         (twice the forward MACs), and twice the forward vector work for every kind (the
@@ -126,7 +130,7 @@ class LayerWork:
             output_bytes=output_bytes, dims=dims, inputs=tuple(inputs),
             external_input_bytes=external_input_bytes,
             backward_macs=2 * macs if gemm else 0,
-            backward_vector_ops=2 * vector_ops, refreshes=refreshes,
+            backward_vector_ops=2 * vector_ops, refreshes=refreshes, whole_batch=whole_batch,
         )
 
 

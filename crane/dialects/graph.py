@@ -134,6 +134,17 @@ class LayerOp(Operation):
                 if p.name in self.attributes}
 
     @property
+    def normalises_by_batch(self) -> bool:
+        """A batchnorm over the batch's own statistics, not its running ones."""
+        return self.kind.has_batch_statistics and not self.layer_attrs.get("running")
+
+    @property
+    def needs_whole_batch(self) -> bool:
+        """Whether the op needs every sample at once (a loss, statistics of the batch), so
+        it cannot run on a slice of the batch."""
+        return self.kind.is_loss or self.normalises_by_batch
+
+    @property
     def num_weights(self) -> int:
         """How many trailing operands are weights (fixed by the attributes, e.g. ``bias``)."""
         if not self._operands:

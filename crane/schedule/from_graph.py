@@ -89,6 +89,8 @@ class _Layer:
     """Made by a conv2d, linear or matmul op (codegen refreshes those, not attention)."""
     merged: bool = False
     """Elementwise ops or norms were merged after the op that made it."""
+    whole_batch: bool = False
+    """One of its ops needs every sample at once (``LayerOp.needs_whole_batch``)."""
 
     def freeze(self) -> LayerWork:
         named = tuple((p, b) for p, b in self.inputs.items() if p is not None)
@@ -96,14 +98,14 @@ class _Layer:
             self.name, self.kind, macs=self.macs, vector_ops=self.vector_ops,
             weight_bytes=self.weight_bytes, output_bytes=self.output_bytes, dims=self.dims,
             inputs=named, external_input_bytes=self.inputs.get(None, 0),
-            refreshes=self.gemm and self.merged)
+            refreshes=self.gemm and self.merged, whole_batch=self.whole_batch)
 
 
 def layer_flops(op: LayerOp) -> int:
     """The op's FLOPs as the program runs it: the accounting's, except a batchnorm over the
     batch's statistics (``BATCH_STATISTICS_OPS`` per element)."""
     flops = op.accounting()["flops"]
-    if op.kind.has_batch_statistics and op.layer_attrs.get("running") is False:
+    if op.normalises_by_batch:
         return BATCH_STATISTICS_OPS * numel(_shape(op.results[0]))
     return flops
 
@@ -246,6 +248,7 @@ class WorkloadBuilder:
         layer.weight_bytes += self.read(op.weights)[1]
         layer.output_bytes = self.sample_bytes(op.results[0])
         layer.merged = True
+        layer.whole_batch |= op.needs_whole_batch
         self.owner[op.results[0]] = layer
         self.flows[op.results[0]] = {layer.name: layer.output_bytes}
 
@@ -258,7 +261,8 @@ class WorkloadBuilder:
         dims = self.layer_dims(op, work, out)
         name = self.unique(op.results[0], op.kind.name)
         self.add(_Layer(name, work.value, macs, vector, weight_bytes,
-                        self.sample_bytes(op.results[0]), dims, flow, gemm=work in GEMM_WORK),
+                        self.sample_bytes(op.results[0]), dims, flow, gemm=work in GEMM_WORK,
+                        whole_batch=op.needs_whole_batch),
                  op.results[0])
 
     def layer_dims(self, op: LayerOp, work: Work, out: tuple[int, ...]) -> Dims:

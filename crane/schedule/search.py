@@ -260,19 +260,26 @@ def _moves(workload: Workload, start: int, stop: int, batch: int, machine: Machi
            groups: tuple[int, ...]) -> list[_Move]:
     """The DP transitions of block [start, stop): a whole-batch block, or a block of a
     group of G samples that opens, continues or closes the group (see the module
-    docstring; blocks of at most ``GROUP_BLOCK`` layers)."""
+    docstring; blocks of at most ``GROUP_BLOCK`` layers, none needing the whole batch)."""
     whole_in = fused_cut(workload, start, batch, machine)
     whole_out = fused_cut(workload, stop, batch, machine)
     moves = [_Move(WHOLE, WHOLE, batch, whole_in, whole_out),
              _Move(AFTER_GROUP, WHOLE, batch, False, whole_out)]
     sources = (AFTER_GROUP,) if whole_in else (WHOLE, AFTER_GROUP)
-    for g in groups if stop - start <= GROUP_BLOCK else ():
+    for g in groups if _groupable(workload, start, stop) else ():
         g_in, g_out = fused_cut(workload, start, g, machine), fused_cut(workload, stop, g, machine)
         for source in sources:
             moves += [_Move(source, g, g, False, g_out, True),
                       _Move(source, AFTER_GROUP, g, False, False, True)]
         moves += [_Move(g, g, g, g_in, g_out), _Move(g, AFTER_GROUP, g, g_in, False)]
     return moves
+
+
+def _groupable(workload: Workload, start: int, stop: int) -> bool:
+    """Whether block [start, stop) may run in a group: short, and no layer of it needs
+    every sample at once (codegen runs a group on slices of the batch)."""
+    layers = workload.layers[start:stop]
+    return stop - start <= GROUP_BLOCK and not any(layer.whole_batch for layer in layers)
 
 
 def _block(workload: Workload, start: int, stop: int, move: _Move) -> tuple[Block, float]:

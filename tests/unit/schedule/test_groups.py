@@ -8,12 +8,18 @@ them on chip and wins, at the price of reading the weights once per group.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
+from pathlib import Path
 
+from crane.cost.workload import Workload
+from crane.dialects import default_context
 from crane.hardware.machine import Machine
 from crane.schedule.builders import chain, residual_block
 from crane.schedule.evaluate import evaluate
+from crane.schedule.from_graph import workload_of
 from crane.schedule.policies import schedule
 from crane.schedule.search import group_sizes, reevaluate
+from crane.tools.inputs import translate
 
 EDGE = Machine.edge()
 NET = residual_block(64, 56)
@@ -71,3 +77,25 @@ def test_grouping_never_loses_and_batch_one_has_no_groups() -> None:
 def test_baselines_without_groups_stay_flat() -> None:
     for policy in ("tangram", "sequential"):
         assert all(c.repeat == 1 for c in schedule(NET, 16, EDGE, policy).blocks)
+
+
+def test_a_layer_needing_the_whole_batch_never_runs_in_a_group() -> None:
+    # tiny_resnet has a train section, so its batchnorms normalise by the batch's own
+    # statistics even for inference: codegen cannot run them on a slice of the batch.
+    path = Path(__file__).resolve().parents[3] / "examples" / "tiny_resnet.crn"
+    module = translate("crn", path.read_text(), str(path), default_context())
+    workload = workload_of(next(op for op in module.walk() if op.name == "graph.func"), 1)
+    whole = {layer.name for layer in workload.layers if layer.whole_batch}
+    assert len(whole) == 6  # each of the six convolutions has its batchnorm merged after it
+    one_tile = EDGE.with_changes(rows=1, cols=1, dram_ports=Machine.edge_ports(1, 1))
+    per_sample = replace(workload, layers=tuple(replace(layer, whole_batch=False)
+                                                for layer in workload.layers))
+    for policy in ("crane", "set"):
+        # Were the batchnorms per sample, the search would group some of their layers.
+        assert _grouped_layers(per_sample, one_tile, policy) & whole
+        assert not _grouped_layers(workload, one_tile, policy) & whole
+
+
+def _grouped_layers(workload: Workload, machine: Machine, policy: str) -> set[str]:
+    return {layer.name for c in schedule(workload, 8, machine, policy).blocks  # type: ignore[arg-type]
+            if c.repeat > 1 for layer in c.plan.block.layers}
