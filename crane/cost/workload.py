@@ -185,14 +185,21 @@ class Workload:
         return {name: tuple(names) for name, names in succ.items()}
 
     @cached_property
-    def cut_bytes(self) -> tuple[int, ...]:
-        """Per cut before layer c (0 .. len): per-sample bytes of the outputs made before
-        it and read after it (the scheduler asks for every cut of every block it tries)."""
+    def crossing(self) -> tuple[frozenset[str], ...]:
+        """Per cut before layer c (0 .. len): the layers whose outputs are made before it
+        and read after it."""
         last_reader = [max((self.position(s) for s in self.successors[layer.name]), default=-1)
                        for layer in self.layers]
-        return tuple(sum(layer.output_bytes for i, layer in enumerate(self.layers[:cut])
-                         if last_reader[i] >= cut)
+        return tuple(frozenset(layer.name for i, layer in enumerate(self.layers[:cut])
+                               if last_reader[i] >= cut)
                      for cut in range(len(self.layers) + 1))
+
+    @cached_property
+    def cut_bytes(self) -> tuple[int, ...]:
+        """Per cut before layer c (0 .. len): per-sample bytes of the outputs crossing it
+        (the scheduler asks for every cut of every block it tries)."""
+        return tuple(sum(self.layer(name).output_bytes for name in names)
+                     for names in self.crossing)
 
     @property
     def total_macs(self) -> int:

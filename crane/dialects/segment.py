@@ -143,6 +143,9 @@ class BlockOp(Operation):
                  doc="(first, count) snake runs of tiles per (state, column) (set by segment)"),
             Attr("partitions", DenseIntsAttr, optional=True,
                  doc="(batch, K, H, W) split factors per (state, column) (set by segment)"),
+            Attr("dram_in", DenseIntsAttr, optional=True,
+                 doc="bytes per sample each column reads from DRAM though its input boundary "
+                     "is in SRAM: results of a group left before (set by segment)"),
         ),
         summary="a block of layers scheduled with one ScT/MeT pair",
     )

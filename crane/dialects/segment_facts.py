@@ -16,10 +16,13 @@ say how the cost model priced it:
   the cost model's snake path the column uses (``(0, 0)`` when it does not run), a
   placement hint for a block that ``map`` has not placed;
 * ``partitions``: per (state, column), ``(batch, K, H, W)``: how the cost model divides the
-  column's sub-batch over its tiles (``crane.cost.utilisation.preferred_partition``).
+  column's sub-batch over its tiles (``crane.cost.utilisation.preferred_partition``);
+* ``dram_in`` (only where some are): per column, the bytes per sample of its input from
+  outside the block that come from DRAM although the input boundary is in SRAM (results
+  of a group the schedule has left, ``crane.schedule.block.Block.dram_in``).
 
-A hand-written block may leave them out; one that has them must have all of them, sized to
-its tables.
+A hand-written block may leave them out; one that has them must have all of them (but
+``dram_in``), sized to its tables.
 """
 
 from __future__ import annotations
@@ -43,19 +46,23 @@ class PlanFacts:
     state_cycles: tuple[float, ...]
     regions: tuple[tuple[tuple[int, int], ...], ...]
     partitions: tuple[tuple[tuple[int, int, int, int], ...], ...]
+    dram_in: tuple[int, ...] = ()
 
     def attributes(self) -> dict[str, Attribute]:
         """The block attributes holding these facts."""
         def flat(rows: tuple[tuple[tuple[int, ...], ...], ...]) -> DenseIntsAttr:
             return DenseIntsAttr(tuple(v for row in rows for entry in row for v in entry))
 
-        return {
+        found: dict[str, Attribute] = {
             "mix": ArrayAttr(tuple(DenseIntsAttr(row) for row in self.mix)),
             "boundary": DenseIntsAttr(tuple(int(b) for b in self.boundary)),
             "state_cycles": ArrayAttr(tuple(FloatAttr(float(c)) for c in self.state_cycles)),
             "regions": flat(self.regions),
             "partitions": flat(self.partitions),
         }
+        if self.dram_in:
+            found["dram_in"] = DenseIntsAttr(self.dram_in)
+        return found
 
     @classmethod
     def of(cls, op: Operation, states: int, columns: int) -> PlanFacts | None:
@@ -72,7 +79,17 @@ class PlanFacts:
             raise VerifyError("'boundary' must be two flags (input in SRAM, output in SRAM)")
         return cls(_mix(op, states), (bool(boundary[0]), bool(boundary[1])),
                    _cycles(op, states), _entries(op, "regions", states, columns, 2),  # type: ignore[arg-type]
-                   _entries(op, "partitions", states, columns, 4))  # type: ignore[arg-type]
+                   _entries(op, "partitions", states, columns, 4),  # type: ignore[arg-type]
+                   _dram_in(op, columns))
+
+
+def _dram_in(op: Operation, columns: int) -> tuple[int, ...]:
+    if "dram_in" not in op.attributes:
+        return ()
+    found = _ints(op, "dram_in")
+    if len(found) != columns or any(v < 0 for v in found):
+        raise VerifyError(f"'dram_in' must hold {columns} byte counts, one per column")
+    return found
 
 
 def _ints(op: Operation, name: str) -> tuple[int, ...]:

@@ -41,6 +41,10 @@ class Block:
     out_to_sram: bool = False
     backward: bool = False
     """Columns run their gradient work (dX and dW) instead of the forward pass."""
+    dram_in: tuple[int, ...] = ()
+    """Bytes per sample of each column's ``external_in`` read from DRAM even when the
+    block's input stays in SRAM: results of a group the schedule has already left (codegen
+    keeps a group's results on chip for the group's own blocks only). Empty: none."""
     _hash: int = field(init=False, compare=False, repr=False)
     _consumers: tuple[tuple[Edge, ...], ...] = field(init=False, compare=False, repr=False)
 
@@ -49,7 +53,7 @@ class Block:
         object.__setattr__(self, "_hash", hash((self.name, self.layers, self.edges,
                                                 self.external_in, self.external_out,
                                                 self.in_from_sram, self.out_to_sram,
-                                                self.backward)))
+                                                self.backward, self.dram_in)))
         object.__setattr__(self, "_consumers", tuple(
             tuple(e for e in self.edges if e.src == j) for j in range(len(self.layers))))
 
@@ -67,10 +71,22 @@ class Block:
     def consumers(self, column: int) -> tuple[Edge, ...]:
         return self._consumers[column]
 
+    def external_sram_in(self, column: int) -> int:
+        """Bytes per sample ``column`` reads from outside the block out of SRAM."""
+        if not self.in_from_sram:
+            return 0
+        return self.external_in[column] - (self.dram_in[column] if self.dram_in else 0)
+
+    def external_dram_in(self, column: int) -> int:
+        """Bytes per sample ``column`` reads from outside the block out of DRAM."""
+        return self.external_in[column] - self.external_sram_in(column)
+
     @classmethod
     def of(cls, workload: Workload, start: int, stop: int, *, in_from_sram: bool = False,
-           out_to_sram: bool = False) -> Block:
-        """The block of layers ``[start, stop)``; outside traffic is derived from the DAG."""
+           out_to_sram: bool = False, from_dram: frozenset[str] = frozenset()) -> Block:
+        """The block of layers ``[start, stop)``; outside traffic is derived from the DAG.
+        ``from_dram``: producers whose results the block reads from DRAM even when its
+        input stays in SRAM (``dram_in``)."""
         layers = workload.layers[start:stop]
         local = {layer.name: i for i, layer in enumerate(layers)}
         edges = [Edge(local[pred], j, nbytes) for j, layer in enumerate(layers)
@@ -80,8 +96,11 @@ class Block:
                   for layer in layers]
         ext_out = [_outside_bytes(workload, layer, local) for layer in layers]
         name = f"{layers[0].name}..{layers[-1].name}" if len(layers) > 1 else layers[0].name
+        dram_in = [sum(nbytes for pred, nbytes in layer.inputs
+                       if pred in from_dram and pred not in local)
+                   for layer in layers] if from_dram else []
         return cls(name, layers, tuple(edges), tuple(ext_in), tuple(ext_out),
-                   in_from_sram, out_to_sram)
+                   in_from_sram, out_to_sram, dram_in=tuple(dram_in) if any(dram_in) else ())
 
 
 def gradient_block(forward: Block, from_saved: bool = False) -> Block:

@@ -217,15 +217,17 @@ def _first_split_tally(plan: Plan, state: int, machine: Machine, backward: bool)
             hops += stored * port
             write += stored
     in_sram, out_sram = block.in_from_sram, block.out_to_sram
-    for m, ext_in_bytes, ext_out_bytes, sh, ss, port, out_bytes, consumers in layout.columns:
+    for m, (sram_in, dram_in), ext_out_bytes, sh, ss, port, out_bytes, consumers \
+            in layout.columns:
         p_dram = p_hops = p_read = p_write = p_link = 0.0
-        ext_in = ext_in_bytes * b * s
         if in_sram:
+            ext_in = sram_in * b * s
             p_hops += ext_in * sh
             p_read += ext_in
             p_write += ext_in
             p_link += ext_in * ss
-        else:
+        if dram_in or not in_sram:
+            ext_in = dram_in * b * s
             p_dram += ext_in
             p_hops += ext_in * port
             p_write += ext_in
@@ -282,11 +284,13 @@ def _producer_traffic(plan: Plan, state: int, m: int, opt: StateOption,
                       machine: Machine) -> _Tally:
     block, b, s = plan.block, plan.subbatch, plan.workloads[state]
     total = _Tally()
-    ext_in = block.external_in[m] * input_passes(opt, m) * b * s
+    passes = input_passes(opt, m)
     if block.in_from_sram:
-        total.on_chip(ext_in, sram_hops(machine, opt, m), sram_share(machine, opt, m))
-    else:
-        total.dram_read(ext_in, port_hops(machine, opt, m))
+        total.on_chip(block.external_sram_in(m) * passes * b * s, sram_hops(machine, opt, m),
+                      sram_share(machine, opt, m))
+    from_dram = block.external_dram_in(m) * passes * b * s
+    if from_dram or not block.in_from_sram:
+        total.dram_read(from_dram, port_hops(machine, opt, m))
     ext_out = block.external_out[m] * b * s
     _store(total, ext_out, block.out_to_sram, port_hops(machine, opt, m))
     consumers = block.consumers(m)

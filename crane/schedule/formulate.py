@@ -241,11 +241,13 @@ def _producer(model: Model, block: Block, b: int, machine: Machine, opt0: StateO
               s_terms: list[tuple[int, float]], i: int, m: int,
               direct: dict[tuple[int, int, int], int], fused: list[int | None], big: float,
               st: _State) -> None:
-    ext_in = block.external_in[m] * input_passes(opt0, m) * b
-    if ext_in:
-        st.charge(s_terms, ext_in, _on_chip(machine, sram_hops(machine, opt0, m),
-                                            sram_share(machine, opt0, m))
-                  if block.in_from_sram else _dram_read(machine, port_hops(machine, opt0, m)))
+    passes = input_passes(opt0, m) * b
+    sram_in, dram_in = block.external_sram_in(m) * passes, block.external_dram_in(m) * passes
+    if sram_in:
+        st.charge(s_terms, sram_in, _on_chip(machine, sram_hops(machine, opt0, m),
+                                             sram_share(machine, opt0, m)))
+    if dram_in:
+        st.charge(s_terms, dram_in, _dram_read(machine, port_hops(machine, opt0, m)))
     ext_out = block.external_out[m] * b
     if ext_out:
         st.charge(s_terms, ext_out, _sram_write(machine) if block.out_to_sram

@@ -29,11 +29,12 @@ class StateLayout:
     (block, sub-batch size, state), not once per plan (all plans use the first split's
     geometry). ``edges``: edges into active consumers, in block order, as (src, dst, bytes
     per sample, both ends active, direct hops and share, held hops and share, consumer's
-    port hops). ``columns``: active columns in order, as (column, outside input and output
-    bytes, SRAM hops, SRAM share, port hops, output bytes, consumers as (dst, active))."""
+    port hops). ``columns``: active columns in order, as (column, outside input bytes (from
+    SRAM, from DRAM), outside output bytes, SRAM hops, SRAM share, port hops, output bytes,
+    consumers as (dst, active))."""
 
     edges: tuple[tuple[int, int, int, bool, float, float, float, float, float], ...]
-    columns: tuple[tuple[int, int, int, float, float, float, int,
+    columns: tuple[tuple[int, tuple[int, int], int, float, float, float, int,
                          tuple[tuple[int, bool], ...]], ...]
 
 
@@ -66,7 +67,9 @@ def _state_layout(block: Block, machine: Machine, mesh: Mesh, state: int, opt: S
     for m in opt.columns:
         inside = (sram_hops(machine, opt, m), sram_share(machine, opt, m)) \
             if block.in_from_sram else (0.0, 0.0)
-        columns.append((m, block.external_in[m] * input_passes(opt, m), block.external_out[m],
+        passes = input_passes(opt, m)
+        outside_in = (block.external_sram_in(m) * passes, block.external_dram_in(m) * passes)
+        columns.append((m, outside_in, block.external_out[m],
                         *inside,
                         port_hops(machine, opt, m), block.layers[m].output_bytes,
                         tuple((d, d <= state < d + n) for d in storage_terms(block)[m][2])))

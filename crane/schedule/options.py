@@ -88,12 +88,14 @@ class StateView:
     """(producer, consumer) of each edge between the active columns."""
     external_in: tuple[int, ...]
     in_from_sram: bool
+    dram_in: tuple[int, ...] = ()
+    """Of ``external_in``, the bytes read from DRAM even so (``Block.dram_in``)."""
     _hash: int = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         # Views key the option cache once per sub-batch size: hash them once.
         object.__setattr__(self, "_hash", hash((self.layers, self.edges, self.external_in,
-                                                self.in_from_sram)))
+                                                self.in_from_sram, self.dram_in)))
 
     def __hash__(self) -> int:
         return self._hash
@@ -114,7 +116,8 @@ def _view_of(block: Block, state: int) -> StateView:
     return StateView(block.layers[first:last + 1],
                      tuple((e.src - first, e.dst - first) for e in block.edges
                            if first <= e.src and e.dst <= last),
-                     external_in, block.in_from_sram and any(external_in))
+                     external_in, block.in_from_sram and any(external_in),
+                     block.dram_in[first:last + 1] if block.dram_in else ())
 
 
 def _cycles(layer: LayerWork, batch: int, tiles: int, machine: Machine,
@@ -276,10 +279,13 @@ def _input_cycles(view: StateView, k: int, batch: int, region: TileRun, machine:
     nbytes = view.external_in[k] * batch
     if not nbytes:
         return 0.0
-    if view.in_from_sram:
-        chip = TileRun(0, machine.tiles)
-        return link_cycles(nbytes * link_share(Mesh.of(machine), chip, region), machine)
-    return dram_cycles(nbytes, machine)
+    if not view.in_from_sram:
+        return dram_cycles(nbytes, machine)
+    from_dram = view.dram_in[k] * batch if view.dram_in else 0
+    chip = TileRun(0, machine.tiles)
+    on_chip = link_cycles((nbytes - from_dram) * link_share(Mesh.of(machine), chip, region),
+                          machine)
+    return max(on_chip, dram_cycles(from_dram, machine)) if from_dram else on_chip
 
 
 @lru_cache(maxsize=400_000)

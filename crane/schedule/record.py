@@ -85,6 +85,7 @@ def plan_facts(plan: Plan, machine: Machine) -> PlanFacts:
         state_cycles=state_latencies(plan, machine),
         regions=regions,
         partitions=tuple(_partitions(plan, row) for row in regions),
+        dram_in=plan.block.dram_in,
     )
 
 
@@ -94,7 +95,8 @@ def plan_of(op: BlockOp, workload: Workload | None) -> Plan | None:
     facts, base = op.plan_facts(), block_of(workload, op.layer_names, op.phase == "bw1")
     if facts is None or base is None:
         return None
-    block = replace(base, in_from_sram=facts.boundary[0], out_to_sram=facts.boundary[1])
+    block = replace(base, in_from_sram=facts.boundary[0], out_to_sram=facts.boundary[1],
+                    dram_in=facts.dram_in)
     fused = op.attributes.get("fused")
     subbatch, q = op.attributes.get("subbatch"), op.attributes.get("subbatches")
     assert isinstance(subbatch, IntAttr) and isinstance(q, IntAttr) and isinstance(fused, DenseIntsAttr)

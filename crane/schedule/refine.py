@@ -34,11 +34,15 @@ def _value(objective: Objective, choices: list[BlockChoice]) -> float:
 
 
 def _solve(workload: Workload, start: int, stop: int, batch: int, machine: Machine,
-           solver: BlockSolver, objective: Objective) -> BlockChoice | None:
-    """The solver's best plan for layers [start, stop), or None if it finds none."""
+           solver: BlockSolver, objective: Objective,
+           before: list[BlockChoice]) -> BlockChoice | None:
+    """The solver's best plan for layers [start, stop) after the blocks ``before`` (it
+    reads the results of their groups from DRAM), or None if it finds none."""
     in_sram = fused_cut(workload, start, batch, machine)
+    grouped = frozenset(layer.name for c in before if c.repeat > 1 for layer in c.plan.block.layers)
     block = Block.of(workload, start, stop, in_from_sram=in_sram,
-                     out_to_sram=fused_cut(workload, stop, batch, machine))
+                     out_to_sram=fused_cut(workload, stop, batch, machine),
+                     from_dram=grouped if in_sram else frozenset())
     reserved = crossing_bytes(workload, start) * batch if in_sram else 0.0
     found = solver(block, batch, machine, objective, reserved)
     if not found:
@@ -59,14 +63,16 @@ def _round(workload: Workload, choices: list[BlockChoice], batch: int, machine: 
     for i, c in enumerate(current):
         if not _free(current, i):
             continue
-        better = _solve(workload, c.start, c.stop, batch, machine, solver, objective)
+        better = _solve(workload, c.start, c.stop, batch, machine, solver, objective,
+                        current[:i])
         trial = current[:i] + [better] + current[i + 1:] if better else current
         if better and _value(objective, trial) < _value(objective, current):
             current = trial
     i = 0
     while i + 1 < len(current):
         a, b = current[i], current[i + 1]
-        merged = (_solve(workload, a.start, b.stop, batch, machine, solver, objective)
+        merged = (_solve(workload, a.start, b.stop, batch, machine, solver, objective,
+                         current[:i])
                   if b.stop - a.start <= max_merged and _free(current, i)
                   and _free(current, i + 1) else None)
         trial = current[:i] + [merged] + current[i + 2:] if merged else current

@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from multiprocessing import get_context
 
 from crane.cost.bounds import LowerBounds, lower_bounds
@@ -282,10 +283,38 @@ def _groupable(workload: Workload, start: int, stop: int) -> bool:
     return stop - start <= GROUP_BLOCK and not any(layer.whole_batch for layer in layers)
 
 
-def _block(workload: Workload, start: int, stop: int, move: _Move) -> tuple[Block, float]:
-    """The block a move solves and the SRAM its fused input reserves."""
-    block = Block.of(workload, start, stop, in_from_sram=move.in_sram, out_to_sram=move.out_sram)
+def _block(workload: Workload, start: int, stop: int, move: _Move,
+           left: frozenset[str] = frozenset()) -> tuple[Block, float]:
+    """The block a move solves and the SRAM its fused input reserves; ``left``: results of
+    groups left before ``start``, which the block reads from DRAM."""
+    block = Block.of(workload, start, stop, in_from_sram=move.in_sram, out_to_sram=move.out_sram,
+                     from_dram=left if move.in_sram else frozenset())
     return block, crossing_bytes(workload, start) * move.samples if move.in_sram else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Cut:
+    """A DP key: the cut's mode and where the results crossing it are.
+
+    ``inside``: results of the open group crossing the cut; ``left``: results of groups
+    already left crossing it. Codegen keeps a group's results on chip for the group's own
+    blocks only, so once the group is left they are read from DRAM however the later cuts
+    are crossed (``Block.dram_in``)."""
+
+    mode: int
+    inside: frozenset[str] = frozenset()
+    left: frozenset[str] = frozenset()
+
+    def after(self, workload: Workload, start: int, stop: int, move: _Move) -> _Cut:
+        """The key at ``stop`` once layers [start, stop) run by ``move``."""
+        crossing = workload.crossing[stop]
+        made = frozenset(layer.name for layer in workload.layers[start:stop])
+        if move.target == WHOLE:  # a whole-batch block
+            return _Cut(WHOLE, frozenset(), self.left & crossing)
+        inside = made if move.opens else self.inside | made
+        if move.target == AFTER_GROUP:
+            return _Cut(move.target, frozenset(), (self.left | inside) & crossing)
+        return _Cut(move.target, inside & crossing, self.left & crossing)
 
 
 def _blocks(workload: Workload, batch: int, machine: Machine, max_block: int,
@@ -298,6 +327,32 @@ def _blocks(workload: Workload, batch: int, machine: Machine, max_block: int,
                 block, reserved = _block(workload, start, stop, move)
                 found.append((block, move.samples, reserved))
     return found
+
+
+def _solve_block(solve: BlockSolver, samples: int, machine: Machine, objective: Objective,
+                 block: Block, reserved: float) -> list[tuple[Plan, BlockCost]]:
+    return solve(block, samples, machine, objective, reserved)
+
+
+def _advance(candidates: dict[_Cut, list[_Entry]], front: dict[_Cut, list[_Entry]],
+             workload: Workload, span: tuple[int, int], move: _Move, repeat: int,
+             solve: Callable[[Block, float], list[tuple[Plan, BlockCost]]]) -> None:
+    """Extend the prefixes ending at the span's start in the move's source mode by the
+    span's block (run ``repeat`` times), into ``candidates`` by the key at its stop.
+    Prefixes whose cuts hold different results of groups left behind read different
+    inputs from DRAM, so their blocks are solved apart (each distinct block once)."""
+    start, stop = span
+    solved: dict[Block, list[BlockChoice]] = {}
+    for cut, entries in front.items():
+        if cut.mode != move.source or not entries:
+            continue
+        block, reserved = _block(workload, start, stop, move, cut.left)
+        if block not in solved:
+            # One choice per plan, shared by every prefix it extends.
+            solved[block] = [BlockChoice(start, stop, plan, cost.repeated(repeat), repeat,
+                                         move.opens) for plan, cost in solve(block, reserved)]
+        candidates.setdefault(cut.after(workload, start, stop, move), []).extend(
+            _extend(e, choice) for choice in solved[block] for e in entries)
 
 
 def group_sizes(batch: int) -> tuple[int, ...]:
@@ -327,24 +382,16 @@ def search(workload: Workload, batch: int, machine: Machine, solver: BlockSolver
             if isinstance(solve, BlockCache):
                 solve.prefetch([b for b in every if (b[1] == batch) == whole], machine,
                                objective, workers)
-    fronts: list[dict[int, list[_Entry]]] = [{} for _ in range(n + 1)]
-    fronts[0] = {WHOLE: [_Entry(0.0, 0.0, None, None)]}
+    fronts: list[dict[_Cut, list[_Entry]]] = [{} for _ in range(n + 1)]
+    fronts[0] = {_Cut(WHOLE): [_Entry(0.0, 0.0, None, None)]}
     for stop in range(1, n + 1):
-        candidates: dict[int, list[_Entry]] = {}
+        candidates: dict[_Cut, list[_Entry]] = {}
         for start in range(max(0, stop - max_block), stop):
             for move in _moves(workload, start, stop, batch, machine, groups):
-                entries = fronts[start].get(move.source, [])
-                if not entries:
-                    continue
-                block, reserved = _block(workload, start, stop, move)
-                repeat = batch // move.samples
                 solve = solver if move.samples == batch else in_group
-                found = solve(block, move.samples, machine, objective, reserved)
-                # One choice per plan, shared by every prefix it extends.
-                choices = [BlockChoice(start, stop, plan, cost.repeated(repeat), repeat,
-                                       move.opens) for plan, cost in found]
-                candidates.setdefault(move.target, []).extend(
-                    _extend(e, choice) for choice in choices for e in entries)
+                _advance(candidates, fronts[start], workload, (start, stop), move,
+                         batch // move.samples,
+                         partial(_solve_block, solve, move.samples, machine, objective))
         fronts[stop] = {mode: _thin(found, front_size) for mode, found in candidates.items()}
         if progress:
             size = sum(len(f) for f in fronts[stop].values())

@@ -87,6 +87,8 @@ def _first_block(module: Any) -> Any:
     (lambda op: op.attributes.__setitem__("boundary", DenseIntsAttr((1, 2))), "'boundary' must be two flags"),
     (lambda op: op.attributes.__setitem__("regions", DenseIntsAttr((0, 1, 2))), "'regions' must hold"),
     (lambda op: op.attributes.__setitem__("partitions", DenseIntsAttr(())), "'partitions' must hold"),
+    (lambda op: op.attributes.__setitem__("dram_in", DenseIntsAttr((1, 2, 3, 4, 5))),
+     "'dram_in' must hold"),
 ])
 def test_malformed_recorded_facts_fail_the_verifier(change: Callable[[Any], object], message: str) -> None:
     op = _first_block(compiled("segment"))
