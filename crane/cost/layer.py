@@ -22,7 +22,7 @@ from functools import lru_cache
 from crane.cost.placement import Mesh, TileRun, dram_hops, mean_hops
 from crane.cost.traffic import Traffic, traffic_energy
 from crane.cost.utilisation import Partition, best_partition, preferred_partition
-from crane.cost.workload import GEMM_KINDS, LayerWork
+from crane.cost.workload import GEMM_KINDS, Dims, LayerWork
 from crane.hardware.machine import Machine
 
 WEIGHT_SRAM_SHARE = 0.5
@@ -67,8 +67,9 @@ class WorkCost:
     weights_resident: bool
     weight_load: Traffic
     """Traffic to bring the layer's weights into the region once."""
-    input_passes: int = 1
-    """How many times each tile reads its input: once per weight slice (``input_passes``)."""
+    input_reads: float = 1.0
+    """How many times each tile reads its input: once per weight slice (``input_passes``),
+    its halo counted (``halo_factor``)."""
 
     @property
     def per_subbatch_traffic(self) -> Traffic:
@@ -123,7 +124,7 @@ def layer_cost(layer: LayerWork, batch: int, region: TileRun, machine: Machine,
         sums = Traffic.on_chip(core.reduced_bytes, apart, apart / max(1, region.count))
         operands, energy = operands + sums, energy + traffic_energy(sums, machine)
     return WorkCost(core.cycles, energy, operands, core.partition, core.weights_resident,
-                    weight_load, core.input_passes)
+                    weight_load, core.input_reads)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +141,7 @@ class _RegionFreeCost:
     forwarded_weights: Traffic
     reduced_bytes: int = 0
     """Backward only: partial weight-gradient bytes added over the NoC (``reduced_gradient_bytes``)."""
-    input_passes: int = 1
+    input_reads: float = 1.0
 
 
 @lru_cache(maxsize=200_000)
@@ -180,10 +181,18 @@ def _region_free_cost(layer: LayerWork, batch: int, tiles: int, machine: Machine
                                 REPLICA_HOPS, REPLICA_HOPS * spread)
     energy = (macs * machine.mac_pj / part.utilisation + vec * machine.vector_op_pj
               + traffic_energy(operands, machine))
-    passes = 1 if backward else input_passes(layer, part, machine.sram_bytes)
+    reads = 1.0 if backward else \
+        input_passes(layer, part, machine.sram_bytes) * halo_factor(layer.dims, part)
     return _RegionFreeCost(cycles, energy, operands, part,
                            weights_fit(layer.weight_bytes, part, machine), forwarded, reduced,
-                           passes)
+                           reads)
+
+
+def halo_factor(dims: Dims, part: Partition) -> float:
+    """How much more input the tiles of a spatial split read than the input holds: each
+    cut of the output's rows (columns) reads the window's overlap again, as codegen's
+    input boxes do (``crane.codegen.rules``)."""
+    return (1.0 + (part.kh - 1) * dims.halo_h) * (1.0 + (part.kw - 1) * dims.halo_w)
 
 
 def input_passes(layer: LayerWork, part: Partition, sram_bytes: int) -> int:

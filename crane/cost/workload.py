@@ -29,11 +29,18 @@ class Dims:
     w: int = 1
     r: int = 1
     s: int = 1
+    halo_h: float = 0.0
+    """Fraction of the input's rows each cut of the output's rows reads again: a window
+    taller than its stride overlaps the next part's by (window - stride) rows."""
+    halo_w: float = 0.0
+    """The same along the columns."""
 
     @classmethod
-    def conv(cls, k: int, c: int, h: int, w: int, r: int = 1, s: int = 1) -> Dims:
-        """Dims of a convolution with output ``k x h x w`` over ``c`` inputs, kernel ``r x s``."""
-        return cls(k=k, c=c, h=h, w=w, r=r, s=s)
+    def conv(cls, k: int, c: int, h: int, w: int, r: int = 1, s: int = 1,
+             halo: tuple[float, float] = (0.0, 0.0)) -> Dims:
+        """Dims of a convolution with output ``k x h x w`` over ``c`` inputs, kernel ``r x s``;
+        ``halo``: ``(halo_h, halo_w)``."""
+        return cls(k=k, c=c, h=h, w=w, r=r, s=s, halo_h=halo[0], halo_w=halo[1])
 
     @classmethod
     def matmul(cls, m: int, n: int, k: int) -> Dims:

@@ -39,7 +39,7 @@ from crane.schedule.options import (
     StateOption,
     block_options,
     edge_path,
-    input_passes,
+    input_reads,
     port_hops,
     sram_hops,
     sram_share,
@@ -267,7 +267,7 @@ def _state_tally(plan: Plan, state: int, opt: StateOption, machine: Machine) -> 
         if not is_active(block.n, state, e.dst):
             continue
         d = direct_take(sct, block.n, state, e.src, e.dst)
-        nbytes = e.bytes * input_passes(opt, e.dst)
+        nbytes = e.bytes * input_reads(opt, e.dst)
         if d:
             total.on_chip(nbytes * b * d, *edge_path(machine, opt, e.src, e.dst))
         stored = nbytes * b * (s - d)
@@ -284,11 +284,11 @@ def _producer_traffic(plan: Plan, state: int, m: int, opt: StateOption,
                       machine: Machine) -> _Tally:
     block, b, s = plan.block, plan.subbatch, plan.workloads[state]
     total = _Tally()
-    passes = input_passes(opt, m)
+    reads = input_reads(opt, m)
     if block.in_from_sram:
-        total.on_chip(block.external_sram_in(m) * passes * b * s, sram_hops(machine, opt, m),
+        total.on_chip(block.external_sram_in(m) * reads * b * s, sram_hops(machine, opt, m),
                       sram_share(machine, opt, m))
-    from_dram = block.external_dram_in(m) * passes * b * s
+    from_dram = block.external_dram_in(m) * reads * b * s
     if from_dram or not block.in_from_sram:
         total.dram_read(from_dram, port_hops(machine, opt, m))
     ext_out = block.external_out[m] * b * s

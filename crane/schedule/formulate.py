@@ -25,7 +25,7 @@ from crane.schedule.options import (
     StateOption,
     edge_hops,
     edge_share,
-    input_passes,
+    input_reads,
     port_hops,
     sram_hops,
     sram_share,
@@ -209,7 +209,7 @@ def _state_costs(model: Model, block: Block, b: int, machine: Machine,
         if not is_active(block.n, i, e.dst):
             continue
         d = direct.get((i, e.src, e.dst))
-        nbytes = e.bytes * input_passes(opt0, e.dst) * b
+        nbytes = e.bytes * input_reads(opt0, e.dst) * b
         if d is not None:
             st.charge([(d, 1.0)], nbytes, _on_chip(machine, edge_hops(machine, opt0, e.src, e.dst),
                                                    edge_share(machine, opt0, e.src, e.dst)))
@@ -241,8 +241,8 @@ def _producer(model: Model, block: Block, b: int, machine: Machine, opt0: StateO
               s_terms: list[tuple[int, float]], i: int, m: int,
               direct: dict[tuple[int, int, int], int], fused: list[int | None], big: float,
               st: _State) -> None:
-    passes = input_passes(opt0, m) * b
-    sram_in, dram_in = block.external_sram_in(m) * passes, block.external_dram_in(m) * passes
+    reads = input_reads(opt0, m) * b
+    sram_in, dram_in = block.external_sram_in(m) * reads, block.external_dram_in(m) * reads
     if sram_in:
         st.charge(s_terms, sram_in, _on_chip(machine, sram_hops(machine, opt0, m),
                                              sram_share(machine, opt0, m)))

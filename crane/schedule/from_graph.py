@@ -275,9 +275,13 @@ class WorkloadBuilder:
         if work is Work.CONV:
             attrs = op.layer_attrs
             kernel, groups = attrs["kernel"], attrs["groups"]
+            stride, dilation = attrs["stride"], attrs["dilation"]
             assert isinstance(kernel, tuple) and isinstance(groups, int)
+            assert isinstance(stride, tuple) and isinstance(dilation, tuple)
+            halo = tuple(max(0, (int(k) - 1) * int(d) + 1 - int(st)) / size
+                         for k, d, st, size in zip(kernel, dilation, stride, first[2:4], strict=True))
             return Dims.conv(out[1], first[1] // groups, out[2], out[3],
-                             int(kernel[0]), int(kernel[1]))
+                             int(kernel[0]), int(kernel[1]), (halo[0], halo[1]))
         cols = out[-1] if out else 1
         rows = numel(out) // self.batch // max(1, cols)
         return Dims.matmul(rows, cols, first[-1])

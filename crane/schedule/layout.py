@@ -16,7 +16,7 @@ from crane.schedule.options import (
     StateOption,
     block_options,
     edge_path,
-    input_passes,
+    input_reads,
     port_hops,
     sram_hops,
     sram_share,
@@ -33,8 +33,8 @@ class StateLayout:
     SRAM, from DRAM), outside output bytes, SRAM hops, SRAM share, port hops, output bytes,
     consumers as (dst, active))."""
 
-    edges: tuple[tuple[int, int, int, bool, float, float, float, float, float], ...]
-    columns: tuple[tuple[int, tuple[int, int], int, float, float, float, int,
+    edges: tuple[tuple[int, int, float, bool, float, float, float, float, float], ...]
+    columns: tuple[tuple[int, tuple[float, float], int, float, float, float, int,
                          tuple[tuple[int, bool], ...]], ...]
 
 
@@ -60,15 +60,15 @@ def _state_layout(block: Block, machine: Machine, mesh: Mesh, state: int, opt: S
         direct = edge_path(machine, opt, e.src, e.dst) if both else (0.0, 0.0)
         reader = opt.region(e.dst)
         # A consumer cut in weight slices reads its input once per slice.
-        edges.append((e.src, e.dst, e.bytes * input_passes(opt, e.dst), both, *direct,
+        edges.append((e.src, e.dst, e.bytes * input_reads(opt, e.dst), both, *direct,
                       mean_hops(mesh, holders[e.src], reader),
                       link_share(mesh, holders[e.src], reader), port_hops(machine, opt, e.dst)))
     columns = []
     for m in opt.columns:
         inside = (sram_hops(machine, opt, m), sram_share(machine, opt, m)) \
             if block.in_from_sram else (0.0, 0.0)
-        passes = input_passes(opt, m)
-        outside_in = (block.external_sram_in(m) * passes, block.external_dram_in(m) * passes)
+        reads = input_reads(opt, m)
+        outside_in = (block.external_sram_in(m) * reads, block.external_dram_in(m) * reads)
         columns.append((m, outside_in, block.external_out[m],
                         *inside,
                         port_hops(machine, opt, m), block.layers[m].output_bytes,

@@ -59,9 +59,9 @@ class StateOption:
     """Cycles of one step's compute: transfers cannot hide the last step's (nor the first's)."""
     sram_share: tuple[float, ...] = ()
     """Per active column: busiest-link share of data spread over the chip's SRAM reaching it."""
-    passes: tuple[int, ...] = ()
-    """Per active column: how many times its tiles read its inputs (once per weight slice,
-    ``crane.cost.layer.input_passes``)."""
+    reads: tuple[float, ...] = ()
+    """Per active column: how many times its tiles read its inputs, halos counted (once per
+    weight slice, ``crane.cost.layer.input_reads``)."""
 
     def region(self, column: int) -> TileRun:
         return self.regions[self.columns.index(column)]
@@ -72,7 +72,7 @@ class StateOption:
             self.split, tuple(c + offset for c in self.columns), self.regions, self.cycles,
             self.energy_pj, self.traffic, self.weight_load, self.sram, self.port,
             tuple((a + offset, b + offset, hops, share) for a, b, hops, share in self.edges),
-            self.lead, self.tail, self.sram_share, self.passes)
+            self.lead, self.tail, self.sram_share, self.reads)
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +218,7 @@ class _SplitCost:
     sram: tuple[float, ...]
     port: tuple[float, ...]
     sram_share: tuple[float, ...]
-    passes: tuple[int, ...]
+    reads: tuple[float, ...]
 
 
 @lru_cache(maxsize=400_000)
@@ -228,10 +228,10 @@ def _split_cost(layers: tuple[LayerWork, ...], counts: tuple[int, ...], batch: i
     cycles, energy = 0.0, 0.0
     step, load = Traffic(), Traffic()
     spread = 0.0
-    passes = []
+    reads = []
     for layer, region in zip(layers, regions, strict=True):
         cost = layer_cost(layer, batch, region, machine, backward)
-        passes.append(cost.input_passes)
+        reads.append(cost.input_reads)
         cycles = max(cycles, cost.cycles)
         energy += cost.energy_pj
         spread = max(spread, weight_spread_cycles(layer, cost.partition, machine))
@@ -250,7 +250,7 @@ def _split_cost(layers: tuple[LayerWork, ...], counts: tuple[int, ...], batch: i
     return _SplitCost(regions, cycles, energy, step, load, weights,
                       tuple(mean_hops(mesh, chip, r) for r in regions),
                       tuple(dram_hops(mesh, r) for r in regions),
-                      tuple(link_share(mesh, chip, r) for r in regions), tuple(passes))
+                      tuple(link_share(mesh, chip, r) for r in regions), tuple(reads))
 
 
 def _option(view: StateView, split: str, counts: tuple[int, ...], batch: int,
@@ -265,7 +265,7 @@ def _option(view: StateView, split: str, counts: tuple[int, ...], batch: int,
         default=0.0)
     return StateOption(split, tuple(range(len(regions))), regions, core.cycles, core.energy_pj, core.traffic,
                        core.weight_load, core.sram, core.port, edges, lead, core.cycles,
-                       core.sram_share, core.passes)
+                       core.sram_share, core.reads)
 
 
 def _transfer_cycles(traffic: Traffic, machine: Machine) -> float:
@@ -360,9 +360,9 @@ def sram_hops(machine: Machine, option: StateOption, column: int) -> float:
     return option.sram[option.columns.index(column)]
 
 
-def input_passes(option: StateOption, column: int) -> int:
+def input_reads(option: StateOption, column: int) -> float:
     """How many times a column's tiles read its inputs under the split (1 if unknown)."""
-    return option.passes[option.columns.index(column)] if option.passes else 1
+    return option.reads[option.columns.index(column)] if option.reads else 1.0
 
 
 def port_hops(machine: Machine, option: StateOption, column: int) -> float:

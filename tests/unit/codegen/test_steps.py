@@ -1,9 +1,11 @@
 """Steps of a tile's part: weight slices that fit their budget, cuts that read the least
-input, the cost model counting the same slices, and no steps where nothing streams in."""
+input, the cost model counting the same slices and halos, and no steps where nothing
+streams in."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from crane.codegen.boxes import volume
 from crane.codegen.lower import lower_func
@@ -11,7 +13,7 @@ from crane.codegen.program import Compute, Copy, Load, Recv
 from crane.codegen.rules import NEEDS, Part
 from crane.codegen.steps import temporal_chunks
 from crane.codegen.to_ir import tile_ops
-from crane.cost.layer import WEIGHT_SLICE_SHARE, input_passes
+from crane.cost.layer import WEIGHT_SLICE_SHARE, halo_factor, input_passes
 from crane.cost.utilisation import Partition
 from crane.dialects.graph import FuncOp, LayerOp
 from crane.exec.tile_sim.check import check
@@ -118,3 +120,23 @@ def test_inference_steps_only_what_streams_in() -> None:
     for op in tile_ops(made):
         body_.append(op)
     assert all(c.ok for c in check(module).comparisons)
+
+
+def test_the_model_reads_the_halos_codegen_reads() -> None:
+    # A spatial split's input boxes overlap by the window's excess over its stride: the
+    # model's halo factor is the codegen boxes' volume over the input's, exactly.
+    for shape in ((16, 3, 3, 3), (32, 16, 3, 3), (32, 32, 3, 3)):  # stride 1, 2, 1
+        func, conv = _conv("tiny_resnet", shape)
+        x, y = conv.operands[0].type.shape, conv.results[0].type.shape
+        layer = next(w for w in workload_of(func, ELEM).layers
+                     if w.name.startswith(conv.results[0].name_hint or "?"))
+        for kh, kw in ((4, 4), (2, 4), (2, 1)):
+            read = sum(volume(_part(conv, ((0, 1), (0, y[1]), rows, cols)).ins[0] or ())
+                       for rows in _cuts(y[2], kh) for cols in _cuts(y[3], kw))
+            model = halo_factor(layer.dims, Partition(1, 1, kh, kw, 1.0))
+            assert model > 1.0
+            assert math.isclose(read / (x[1] * x[2] * x[3]), model)
+
+
+def _cuts(extent: int, parts: int) -> list[tuple[int, int]]:
+    return [(i * extent // parts, (i + 1) * extent // parts) for i in range(parts)]

@@ -21,6 +21,7 @@ from crane.cost.layer import (
     REPLICA_HOPS,
     WorkCost,
     _compute_cycles,
+    halo_factor,
     input_passes,
     input_readers,
     min_tiles,
@@ -65,7 +66,7 @@ from crane.schedule.options import (
     sram_hops,
     sram_share,
 )
-from crane.schedule.options import input_passes as input_passes_of
+from crane.schedule.options import input_reads as input_reads_of
 from crane.schedule.search import (
     WHOLE,
     BlockChoice,
@@ -113,7 +114,8 @@ def layer_cost(layer: LayerWork, batch: int, region: TileRun, machine: Machine,
         operands, energy = operands + sums, energy + traffic_energy(sums, machine)
     return WorkCost(cycles, energy, operands, part,
                     weights_fit(layer.weight_bytes, part, machine), weight_load,
-                    1 if backward else input_passes(layer, part, machine.sram_bytes))
+                    1.0 if backward else
+                    input_passes(layer, part, machine.sram_bytes) * halo_factor(layer.dims, part))
 
 
 def balanced_split(block: Block, columns: tuple[int, ...], batch: int, tiles: int,
@@ -168,10 +170,10 @@ def _option(block: Block, split: str, columns: tuple[int, ...], counts: tuple[in
     cycles, energy = 0.0, 0.0
     step, load = Traffic(), Traffic()
     spread = 0.0
-    passes = []
+    reads = []
     for column, region in zip(columns, regions, strict=True):
         cost = layer_cost(block.layers[column], batch, region, machine, backward)
-        passes.append(cost.input_passes)
+        reads.append(cost.input_reads)
         cycles = max(cycles, cost.cycles)
         energy += cost.energy_pj
         spread = max(spread, weight_spread_cycles(block.layers[column], cost.partition, machine))
@@ -197,7 +199,7 @@ def _option(block: Block, split: str, columns: tuple[int, ...], counts: tuple[in
     return StateOption(split, columns, regions, cycles, energy, step, load,
                        tuple(mean_hops(mesh, chip, r) for r in regions),
                        tuple(dram_hops(mesh, r) for r in regions), edges, lead, cycles,
-                       tuple(link_share(mesh, chip, r) for r in regions), tuple(passes))
+                       tuple(link_share(mesh, chip, r) for r in regions), tuple(reads))
 
 
 def _input_cycles(block: Block, column: int, batch: int, region: TileRun, machine: Machine) -> float:
@@ -206,10 +208,13 @@ def _input_cycles(block: Block, column: int, batch: int, region: TileRun, machin
     nbytes = block.external_in[column] * batch
     if not nbytes:
         return 0.0
-    if block.in_from_sram:
-        chip = TileRun(0, machine.tiles)
-        return link_cycles(nbytes * link_share(Mesh.of(machine), chip, region), machine)
-    return dram_cycles(nbytes, machine)
+    if not block.in_from_sram:
+        return dram_cycles(nbytes, machine)
+    from_dram = block.external_dram_in(column) * batch
+    chip = TileRun(0, machine.tiles)
+    on_chip = link_cycles((nbytes - from_dram) * link_share(Mesh.of(machine), chip, region),
+                          machine)
+    return max(on_chip, dram_cycles(from_dram, machine)) if from_dram else on_chip
 
 
 @lru_cache(maxsize=400_000)
@@ -242,7 +247,7 @@ def _state_traffic(plan: Plan, state: int, opt: StateOption, machine: Machine) -
         if not is_active(block.n, state, e.dst):
             continue
         d = direct_take(sct, block.n, state, e.src, e.dst)
-        nbytes = e.bytes * input_passes_of(opt, e.dst)
+        nbytes = e.bytes * input_reads_of(opt, e.dst)
         if d:
             total = total + Traffic.on_chip(nbytes * b * d, edge_hops(machine, opt, e.src, e.dst),
                                             edge_share(machine, opt, e.src, e.dst))
@@ -261,10 +266,13 @@ def _producer_traffic(plan: Plan, state: int, m: int, opt: StateOption,
     block, b, s = plan.block, plan.subbatch, plan.workloads[state]
     layer = block.layers[m]
     total = Traffic()
-    ext_in = block.external_in[m] * input_passes_of(opt, m) * b * s
-    total = total + (Traffic.on_chip(ext_in, sram_hops(machine, opt, m), sram_share(machine, opt, m))
-                     if block.in_from_sram
-                     else Traffic.dram_read(ext_in, port_hops(machine, opt, m)))
+    reads = input_reads_of(opt, m)
+    if block.in_from_sram:
+        total = total + Traffic.on_chip(block.external_sram_in(m) * reads * b * s,
+                                        sram_hops(machine, opt, m), sram_share(machine, opt, m))
+    from_dram = block.external_dram_in(m) * reads * b * s
+    if from_dram or not block.in_from_sram:
+        total = total + Traffic.dram_read(from_dram, port_hops(machine, opt, m))
     ext_out = block.external_out[m] * b * s
     total = total + (Traffic(sram_write_bytes=ext_out) if block.out_to_sram
                      else Traffic.dram_write(ext_out, port_hops(machine, opt, m)))

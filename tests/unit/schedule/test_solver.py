@@ -87,7 +87,7 @@ def test_a_layer_run_in_weight_slices_reads_its_input_once_per_slice() -> None:
     net = chain(2)
     block = Block.of(net, 1, 2)
     (option,) = state_options(block, 0, 1, tile)
-    assert option.passes == (3,)
+    assert option.reads == (3.0,)  # one tile: no halo
     plan = Plan(block, 1, 4, ((4,),), (False,))
     cost = evaluate(plan, tile)
     layer = net.layers[1]
