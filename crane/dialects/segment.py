@@ -146,6 +146,9 @@ class BlockOp(Operation):
             Attr("dram_in", DenseIntsAttr, optional=True,
                  doc="bytes per sample each column reads from DRAM though its input boundary "
                      "is in SRAM: results of a group left before (set by segment)"),
+            Attr("dram_out", DenseIntsAttr, optional=True,
+                 doc="bytes per sample each column writes to DRAM though its output boundary "
+                     "is in SRAM: results read after its group is left (set by segment)"),
         ),
         summary="a block of layers scheduled with one ScT/MeT pair",
     )

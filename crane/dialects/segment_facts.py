@@ -19,10 +19,13 @@ say how the cost model priced it:
   column's sub-batch over its tiles (``crane.cost.utilisation.preferred_partition``);
 * ``dram_in`` (only where some are): per column, the bytes per sample of its input from
   outside the block that come from DRAM although the input boundary is in SRAM (results
-  of a group the schedule has left, ``crane.schedule.block.Block.dram_in``).
+  of a group the schedule has left, ``crane.schedule.block.Block.dram_in``);
+* ``dram_out`` (only where some are): per column, the bytes per sample of its output to
+  outside the block that it writes to DRAM as well although the output boundary is in
+  SRAM (results read after the group is left, ``crane.schedule.block.Block.dram_out``).
 
 A hand-written block may leave them out; one that has them must have all of them (but
-``dram_in``), sized to its tables.
+``dram_in`` and ``dram_out``), sized to its tables.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ class PlanFacts:
     regions: tuple[tuple[tuple[int, int], ...], ...]
     partitions: tuple[tuple[tuple[int, int, int, int], ...], ...]
     dram_in: tuple[int, ...] = ()
+    dram_out: tuple[int, ...] = ()
 
     def attributes(self) -> dict[str, Attribute]:
         """The block attributes holding these facts."""
@@ -62,6 +66,8 @@ class PlanFacts:
         }
         if self.dram_in:
             found["dram_in"] = DenseIntsAttr(self.dram_in)
+        if self.dram_out:
+            found["dram_out"] = DenseIntsAttr(self.dram_out)
         return found
 
     @classmethod
@@ -80,15 +86,15 @@ class PlanFacts:
         return cls(_mix(op, states), (bool(boundary[0]), bool(boundary[1])),
                    _cycles(op, states), _entries(op, "regions", states, columns, 2),  # type: ignore[arg-type]
                    _entries(op, "partitions", states, columns, 4),  # type: ignore[arg-type]
-                   _dram_in(op, columns))
+                   _per_column(op, "dram_in", columns), _per_column(op, "dram_out", columns))
 
 
-def _dram_in(op: Operation, columns: int) -> tuple[int, ...]:
-    if "dram_in" not in op.attributes:
+def _per_column(op: Operation, name: str, columns: int) -> tuple[int, ...]:
+    if name not in op.attributes:
         return ()
-    found = _ints(op, "dram_in")
+    found = _ints(op, name)
     if len(found) != columns or any(v < 0 for v in found):
-        raise VerifyError(f"'dram_in' must hold {columns} byte counts, one per column")
+        raise VerifyError(f"'{name}' must hold {columns} byte counts, one per column")
     return found
 
 

@@ -45,6 +45,10 @@ class Block:
     """Bytes per sample of each column's ``external_in`` read from DRAM even when the
     block's input stays in SRAM: results of a group the schedule has already left (codegen
     keeps a group's results on chip for the group's own blocks only). Empty: none."""
+    dram_out: tuple[int, ...] = ()
+    """Bytes per sample of each column's ``external_out`` written to DRAM as well when the
+    block's output stays in SRAM: results of a group block read after the group is left,
+    which codegen stores as it makes them. Empty: none."""
     _hash: int = field(init=False, compare=False, repr=False)
     _consumers: tuple[tuple[Edge, ...], ...] = field(init=False, compare=False, repr=False)
 
@@ -53,7 +57,7 @@ class Block:
         object.__setattr__(self, "_hash", hash((self.name, self.layers, self.edges,
                                                 self.external_in, self.external_out,
                                                 self.in_from_sram, self.out_to_sram,
-                                                self.backward, self.dram_in)))
+                                                self.backward, self.dram_in, self.dram_out)))
         object.__setattr__(self, "_consumers", tuple(
             tuple(e for e in self.edges if e.src == j) for j in range(len(self.layers))))
 
@@ -83,10 +87,12 @@ class Block:
 
     @classmethod
     def of(cls, workload: Workload, start: int, stop: int, *, in_from_sram: bool = False,
-           out_to_sram: bool = False, from_dram: frozenset[str] = frozenset()) -> Block:
+           out_to_sram: bool = False, from_dram: frozenset[str] = frozenset(),
+           to_dram: frozenset[str] = frozenset()) -> Block:
         """The block of layers ``[start, stop)``; outside traffic is derived from the DAG.
         ``from_dram``: producers whose results the block reads from DRAM even when its
-        input stays in SRAM (``dram_in``)."""
+        input stays in SRAM (``dram_in``); ``to_dram``: its layers whose results it writes
+        to DRAM as well when its output stays in SRAM (``dram_out``)."""
         layers = workload.layers[start:stop]
         local = {layer.name: i for i, layer in enumerate(layers)}
         edges = [Edge(local[pred], j, nbytes) for j, layer in enumerate(layers)
@@ -99,8 +105,11 @@ class Block:
         dram_in = [sum(nbytes for pred, nbytes in layer.inputs
                        if pred in from_dram and pred not in local)
                    for layer in layers] if from_dram else []
+        dram_out = [nbytes if layer.name in to_dram and out_to_sram else 0
+                    for layer, nbytes in zip(layers, ext_out, strict=True)]
         return cls(name, layers, tuple(edges), tuple(ext_in), tuple(ext_out),
-                   in_from_sram, out_to_sram, dram_in=tuple(dram_in) if any(dram_in) else ())
+                   in_from_sram, out_to_sram, dram_in=tuple(dram_in) if any(dram_in) else (),
+                   dram_out=tuple(dram_out) if any(dram_out) else ())
 
 
 def gradient_block(forward: Block, from_saved: bool = False) -> Block:

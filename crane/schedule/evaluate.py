@@ -217,7 +217,7 @@ def _first_split_tally(plan: Plan, state: int, machine: Machine, backward: bool)
             hops += stored * port
             write += stored
     in_sram, out_sram = block.in_from_sram, block.out_to_sram
-    for m, (sram_in, dram_in), ext_out_bytes, sh, ss, port, out_bytes, consumers \
+    for m, (sram_in, dram_in), (ext_out_bytes, dram_out), sh, ss, port, out_bytes, consumers \
             in layout.columns:
         p_dram = p_hops = p_read = p_write = p_link = 0.0
         if in_sram:
@@ -238,6 +238,11 @@ def _first_split_tally(plan: Plan, state: int, machine: Machine, backward: bool)
             p_dram += ext_out
             p_hops += ext_out * port
             p_read += ext_out
+        if dram_out:
+            also = dram_out * b * s
+            p_dram += also
+            p_hops += also * port
+            p_read += also
         if consumers:
             done = prev[m] if prev is not None else 0
             kept = max(s - (max(0, cur[dst] - done) if active else 0)
@@ -293,6 +298,8 @@ def _producer_traffic(plan: Plan, state: int, m: int, opt: StateOption,
         total.dram_read(from_dram, port_hops(machine, opt, m))
     ext_out = block.external_out[m] * b * s
     _store(total, ext_out, block.out_to_sram, port_hops(machine, opt, m))
+    if block.dram_out and block.dram_out[m]:
+        total.dram_write(block.dram_out[m] * b * s, port_hops(machine, opt, m))
     consumers = block.consumers(m)
     if consumers:
         kept = max(s - direct_take(plan.sct, block.n, state, m, e.dst) for e in consumers)

@@ -252,6 +252,9 @@ def _producer(model: Model, block: Block, b: int, machine: Machine, opt0: StateO
     if ext_out:
         st.charge(s_terms, ext_out, _sram_write(machine) if block.out_to_sram
                   else _dram_write(machine, port_hops(machine, opt0, m)))
+    also = block.dram_out[m] * b if block.dram_out else 0
+    if also:
+        st.charge(s_terms, also, _dram_write(machine, port_hops(machine, opt0, m)))
     consumers = block.consumers(m)
     if not consumers:
         return

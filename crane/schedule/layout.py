@@ -30,11 +30,11 @@ class StateLayout:
     geometry). ``edges``: edges into active consumers, in block order, as (src, dst, bytes
     per sample, both ends active, direct hops and share, held hops and share, consumer's
     port hops). ``columns``: active columns in order, as (column, outside input bytes (from
-    SRAM, from DRAM), outside output bytes, SRAM hops, SRAM share, port hops, output bytes,
+    SRAM, from DRAM), outside output bytes (all, also to DRAM), SRAM hops, SRAM share, port hops, output bytes,
     consumers as (dst, active))."""
 
     edges: tuple[tuple[int, int, float, bool, float, float, float, float, float], ...]
-    columns: tuple[tuple[int, tuple[float, float], int, float, float, float, int,
+    columns: tuple[tuple[int, tuple[float, float], tuple[int, int], float, float, float, int,
                          tuple[tuple[int, bool], ...]], ...]
 
 
@@ -69,7 +69,8 @@ def _state_layout(block: Block, machine: Machine, mesh: Mesh, state: int, opt: S
             if block.in_from_sram else (0.0, 0.0)
         reads = input_reads(opt, m)
         outside_in = (block.external_sram_in(m) * reads, block.external_dram_in(m) * reads)
-        columns.append((m, outside_in, block.external_out[m],
+        outside_out = (block.external_out[m], block.dram_out[m] if block.dram_out else 0)
+        columns.append((m, outside_in, outside_out,
                         *inside,
                         port_hops(machine, opt, m), block.layers[m].output_bytes,
                         tuple((d, d <= state < d + n) for d in storage_terms(block)[m][2])))

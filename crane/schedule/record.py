@@ -86,6 +86,7 @@ def plan_facts(plan: Plan, machine: Machine) -> PlanFacts:
         regions=regions,
         partitions=tuple(_partitions(plan, row) for row in regions),
         dram_in=plan.block.dram_in,
+        dram_out=plan.block.dram_out,
     )
 
 
@@ -96,7 +97,7 @@ def plan_of(op: BlockOp, workload: Workload | None) -> Plan | None:
     if facts is None or base is None:
         return None
     block = replace(base, in_from_sram=facts.boundary[0], out_to_sram=facts.boundary[1],
-                    dram_in=facts.dram_in)
+                    dram_in=facts.dram_in, dram_out=facts.dram_out)
     fused = op.attributes.get("fused")
     subbatch, q = op.attributes.get("subbatch"), op.attributes.get("subbatches")
     assert isinstance(subbatch, IntAttr) and isinstance(q, IntAttr) and isinstance(fused, DenseIntsAttr)

@@ -245,6 +245,9 @@ class _Move:
     in_sram: bool
     out_sram: bool
     opens: bool = False
+    stores: bool = False
+    """A block of a group that writes its results read beyond the next cut to DRAM as
+    well, so that the group may be left before their last reader (``Block.dram_out``)."""
 
 
 FRONT_SIZE = 256
@@ -269,11 +272,21 @@ def _moves(workload: Workload, start: int, stop: int, batch: int, machine: Machi
     sources = (AFTER_GROUP,) if whole_in else (WHOLE, AFTER_GROUP)
     for g in groups if _groupable(workload, start, stop) else ():
         g_in, g_out = fused_cut(workload, start, g, machine), fused_cut(workload, stop, g, machine)
+        stays = (False, True) if g_out and _read_far(workload, start, stop) else (False,)
         for source in sources:
-            moves += [_Move(source, g, g, False, g_out, True),
-                      _Move(source, AFTER_GROUP, g, False, False, True)]
-        moves += [_Move(g, g, g, g_in, g_out), _Move(g, AFTER_GROUP, g, g_in, False)]
+            moves += [_Move(source, g, g, False, g_out, True, stores) for stores in stays]
+            moves.append(_Move(source, AFTER_GROUP, g, False, False, True))
+        moves += [_Move(g, g, g, g_in, g_out, False, stores) for stores in stays]
+        moves.append(_Move(g, AFTER_GROUP, g, g_in, False))
     return moves
+
+
+def _read_far(workload: Workload, start: int, stop: int) -> frozenset[str]:
+    """Results of layers [start, stop) read beyond the next cut: a group may be left before
+    their last reader, and must then have stored them in DRAM."""
+    if stop >= len(workload):
+        return frozenset()
+    return workload.crossing[stop + 1] & frozenset(layer.name for layer in workload.layers[start:stop])
 
 
 def _groupable(workload: Workload, start: int, stop: int) -> bool:
@@ -288,7 +301,8 @@ def _block(workload: Workload, start: int, stop: int, move: _Move,
     """The block a move solves and the SRAM its fused input reserves; ``left``: results of
     groups left before ``start``, which the block reads from DRAM."""
     block = Block.of(workload, start, stop, in_from_sram=move.in_sram, out_to_sram=move.out_sram,
-                     from_dram=left if move.in_sram else frozenset())
+                     from_dram=left if move.in_sram else frozenset(),
+                     to_dram=_read_far(workload, start, stop) if move.stores else frozenset())
     return block, crossing_bytes(workload, start) * move.samples if move.in_sram else 0.0
 
 
@@ -299,11 +313,18 @@ class _Cut:
     ``inside``: results of the open group crossing the cut; ``left``: results of groups
     already left crossing it. Codegen keeps a group's results on chip for the group's own
     blocks only, so once the group is left they are read from DRAM however the later cuts
-    are crossed (``Block.dram_in``)."""
+    are crossed (``Block.dram_in``). ``unstored``: results of the open group crossing the
+    cut that are on chip only; the group may not be left while one of them is still to be
+    read (codegen would store it, and its producer's cost would not show it)."""
 
     mode: int
     inside: frozenset[str] = frozenset()
     left: frozenset[str] = frozenset()
+    unstored: frozenset[str] = frozenset()
+
+    def may_leave(self, workload: Workload, stop: int) -> bool:
+        """Whether a block ending at ``stop`` may leave the group open at this cut."""
+        return not self.unstored & workload.crossing[stop]
 
     def after(self, workload: Workload, start: int, stop: int, move: _Move) -> _Cut:
         """The key at ``stop`` once layers [start, stop) run by ``move``."""
@@ -314,7 +335,10 @@ class _Cut:
         inside = made if move.opens else self.inside | made
         if move.target == AFTER_GROUP:
             return _Cut(move.target, frozenset(), (self.left | inside) & crossing)
-        return _Cut(move.target, inside & crossing, self.left & crossing)
+        stored = made if not move.out_sram else (
+            _read_far(workload, start, stop) if move.stores else frozenset())
+        unstored = (made - stored) | (frozenset() if move.opens else self.unstored)
+        return _Cut(move.target, inside & crossing, self.left & crossing, unstored & crossing)
 
 
 def _blocks(workload: Workload, batch: int, machine: Machine, max_block: int,
@@ -345,6 +369,8 @@ def _advance(candidates: dict[_Cut, list[_Entry]], front: dict[_Cut, list[_Entry
     solved: dict[Block, list[BlockChoice]] = {}
     for cut, entries in front.items():
         if cut.mode != move.source or not entries:
+            continue
+        if move.target == AFTER_GROUP and not cut.may_leave(workload, stop):
             continue
         block, reserved = _block(workload, start, stop, move, cut.left)
         if block not in solved:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from itertools import product
 
 import highspy
 import numpy as np
@@ -68,12 +69,14 @@ from crane.schedule.options import (
 )
 from crane.schedule.options import input_reads as input_reads_of
 from crane.schedule.search import (
+    AFTER_GROUP,
     WHOLE,
     BlockChoice,
     BlockSolver,
     Schedule,
     _block,
     _cross,
+    _Cut,
     _moves,
     group_sizes,
 )
@@ -276,6 +279,8 @@ def _producer_traffic(plan: Plan, state: int, m: int, opt: StateOption,
     ext_out = block.external_out[m] * b * s
     total = total + (Traffic(sram_write_bytes=ext_out) if block.out_to_sram
                      else Traffic.dram_write(ext_out, port_hops(machine, opt, m)))
+    if block.dram_out and block.dram_out[m]:
+        total = total + Traffic.dram_write(block.dram_out[m] * b * s, port_hops(machine, opt, m))
     consumers = block.consumers(m)
     if not consumers:
         return total
@@ -391,25 +396,28 @@ def search_eager(workload: Workload, batch: int, machine: Machine, solver: Block
     n = len(workload)
     groups = group_sizes(batch) if grouped else ()
     in_group = group_solver or solver
-    fronts: list[dict[int, list[_Entry]]] = [{} for _ in range(n + 1)]
-    fronts[0] = {WHOLE: [_Entry(0.0, 0.0, BlockCost.zero(), None, None)]}
+    fronts: list[dict[_Cut, list[_Entry]]] = [{} for _ in range(n + 1)]
+    fronts[0] = {_Cut(WHOLE): [_Entry(0.0, 0.0, BlockCost.zero(), None, None)]}
     for stop in range(1, n + 1):
-        candidates: dict[int, list[_Entry]] = {}
+        candidates: dict[_Cut, list[_Entry]] = {}
         for start in range(max(0, stop - max_block), stop):
-            for move in _moves(workload, start, stop, batch, machine, groups):
-                entries = fronts[start].get(move.source, [])
-                if not entries:
+            for move, (cut, entries) in product(
+                    _moves(workload, start, stop, batch, machine, groups), fronts[start].items()):
+                if cut.mode != move.source or not entries:
                     continue
-                block, reserved = _block(workload, start, stop, move)
+                if move.target == AFTER_GROUP and not cut.may_leave(workload, stop):
+                    continue
+                block, reserved = _block(workload, start, stop, move, cut.left)
                 repeat = batch // move.samples
                 solve = solver if move.samples == batch else in_group
                 found = solve(block, move.samples, machine, objective, reserved)
+                key = cut.after(workload, start, stop, move)
                 for plan, cost in found:
                     for e in entries:
                         choice = BlockChoice(start, stop, plan, cost.repeated(repeat), repeat,
                                              move.opens)
                         c = choice.cost
-                        candidates.setdefault(move.target, []).append(_Entry(
+                        candidates.setdefault(key, []).append(_Entry(
                             e.latency + c.latency_cycles, e.energy + c.energy_pj,
                             e.cost.then(c), e, choice))
         fronts[stop] = {mode: _thin(found, front_size) for mode, found in candidates.items()}

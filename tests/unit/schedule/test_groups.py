@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from functools import cache
 from pathlib import Path
 
 from crane.cost.workload import Workload
@@ -18,8 +19,17 @@ from crane.ir.core import Operation
 from crane.schedule.builders import chain, residual_block
 from crane.schedule.evaluate import evaluate
 from crane.schedule.from_graph import workload_of
-from crane.schedule.policies import schedule
-from crane.schedule.search import BlockChoice, group_sizes, reevaluate
+from crane.schedule.objective import Objective
+from crane.schedule.policies import crane_solver, schedule
+from crane.schedule.search import (
+    BlockChoice,
+    Schedule,
+    _block,
+    _Cut,
+    _moves,
+    group_sizes,
+    reevaluate,
+)
 from crane.tools.inputs import translate
 
 EDGE = Machine.edge()
@@ -116,12 +126,16 @@ def _group_of(blocks: tuple[BlockChoice, ...]) -> list[int | None]:
     return found
 
 
+@cache
+def _resnet18_at_8() -> Schedule:
+    return schedule(workload_of(_example_func("resnet18"), 1), 8, EDGE, "crane")
+
+
 def test_results_of_a_group_left_behind_are_read_from_dram() -> None:
     # ResNet-18 at batch 8 on edge groups its first stages; a residual add after the group
     # reads the group's output: codegen stored it when the group was left (it keeps a
     # group's results for the group's own blocks only), so the model reads it from DRAM.
-    workload = workload_of(_example_func("resnet18"), 1)
-    found = schedule(workload, 8, EDGE, "crane")
+    found = _resnet18_at_8()
     groups = _group_of(found.blocks)
     made_in = {layer.name: g for c, g in zip(found.blocks, groups, strict=True)
                for layer in c.plan.block.layers}
@@ -140,3 +154,48 @@ def test_results_of_a_group_left_behind_are_read_from_dram() -> None:
     on_chip = replace(c.plan, block=replace(c.plan.block, dram_in=()))
     extra = evaluate(c.plan, EDGE).traffic.dram_bytes - evaluate(on_chip, EDGE).traffic.dram_bytes
     assert extra == sum(c.plan.block.dram_in) * c.samples
+
+
+def test_results_read_after_their_group_is_left_are_stored_by_their_block() -> None:
+    # Codegen stores a group's result that a block after the group reads, in the phase that
+    # makes it. The model charges that write to the block making it (``dram_out``), and the
+    # search never leaves a group while a result it holds only on chip is still to be read.
+    found = _resnet18_at_8()
+    groups = _group_of(found.blocks)
+    for c, g in zip(found.blocks, groups, strict=True):
+        block = c.plan.block
+        if g is None or not block.out_to_sram:
+            assert not block.dram_out
+            continue
+        later = {pred for d, h in zip(found.blocks, groups, strict=True) if h != g
+                 and d.start >= c.stop for layer in d.plan.block.layers for pred, _ in layer.inputs}
+        for m, layer in enumerate(block.layers):
+            stored = bool(block.dram_out) and block.dram_out[m] > 0
+            assert not (layer.name in later and not stored), layer.name
+    with_stores = [c for c in found.blocks if c.plan.block.dram_out]
+    for c in with_stores:  # the write is priced: the block without it moves less DRAM
+        unstored = replace(c.plan, block=replace(c.plan.block, dram_out=()))
+        extra = evaluate(c.plan, EDGE).traffic.dram_bytes - evaluate(unstored, EDGE).traffic.dram_bytes
+        assert extra == sum(c.plan.block.dram_out) * c.samples
+
+
+def test_a_group_block_may_store_what_is_read_beyond_the_next_cut() -> None:
+    # ``stem`` is read by ``res.a`` (next) and by ``res.proj`` (four layers on): run in a
+    # group, its block comes in two kinds, keeping it on chip only or storing it as well;
+    # only the second lets the group be left before ``res.proj``.
+    moves = [m for m in _moves(NET, 0, 1, 16, EDGE, (4,)) if m.target == 4]
+    assert {m.stores for m in moves} == {False, True}
+    stores = next(m for m in moves if m.stores)
+    block, _ = _block(NET, 0, 1, stores)
+    assert block.dram_out == (NET.layer("stem").output_bytes,)
+    on_chip = _Cut(4).after(NET, 0, 1, next(m for m in moves if not m.stores))
+    stored = _Cut(4).after(NET, 0, 1, stores)
+    assert on_chip.unstored == {"stem"} and not stored.unstored
+    assert not on_chip.may_leave(NET, 2) and stored.may_leave(NET, 2)
+    assert on_chip.may_leave(NET, 5)  # after res.proj, nothing of stem is left to read
+    # The write is priced as a DRAM write of the block's output, on top of the SRAM copy.
+    plans = crane_solver(None)(block, 4, EDGE, Objective(), 0.0)
+    plan, cost = plans[0]
+    kept = evaluate(replace(plan, block=replace(block, dram_out=())), EDGE)
+    assert cost.traffic.dram_bytes - kept.traffic.dram_bytes == sum(block.dram_out) * 4
+    assert cost.energy_pj > kept.energy_pj
