@@ -94,15 +94,18 @@ def _cut(op: Operation, part: Part, axes: Sequence[int], count: int) -> list[Par
     """``part`` cut into about ``count`` steps along ``axes`` (only axes the op may be split
     along; channels in whole groups of a grouped convolution), the cut whose steps read the
     fewest input bytes (ties: the earlier candidate). Candidates take the axes in each order,
-    the first one cut into at most a few pieces (``FIRST_PIECES``) or as many as it allows,
+    the first one cut into at most a few pieces (``FIRST_PIECES``, or about the square root
+    of ``count``) or as many as it allows,
     the next ones as many as still wanted (a cut short of ``count`` only when none reaches
     it, then the one with the most pieces): cutting a convolution's rows finely reads each
     input row again for every window overlapping a cut, while cutting its batch, or its
     rows and columns into squarer patches, reads far fewer twice."""
     out = part.outs[0]
     order = tuple(dict.fromkeys(a % len(out) for a in axes))
-    cuts = [c for first in permutations(order) for cap in (count, *FIRST_PIECES)
-            if cap <= count for c in [_counts(op, out, first, count, cap)] if c]
+    square = math.isqrt(count)  # the squarest patches, where many steps are wanted
+    cuts = [c for first in permutations(order) for cap in (count, *FIRST_PIECES, square, square + 1)
+            if cap <= count for squarer in (False, True)
+            for c in [_counts(op, out, first, count, cap, squarer)] if c]
     if not cuts:
         return [part]
     assert isinstance(op, LayerOp)
@@ -121,9 +124,10 @@ FIRST_PIECES = (2, 3, 4, 6, 8, 12, 16)
 
 
 def _counts(op: Operation, out: Box, order: Sequence[int], count: int,
-            cap: int) -> dict[int, int]:
+            cap: int, squarer: bool = False) -> dict[int, int]:
     """Pieces per axis when ``out`` is cut into about ``count`` along ``order``, the first
-    axis cut into at most ``cap``."""
+    axis cut into at most ``cap``; ``squarer``: the second into about the square root of
+    what the first leaves (a batch cut first, then square patches)."""
     sizes = extent(out)
     allowed = {a for split in split_axes(op, True) for a in split}
     counts: dict[int, int] = {}
@@ -133,7 +137,8 @@ def _counts(op: Operation, out: Box, order: Sequence[int], count: int,
         room = sizes[axis] // unit
         if wanted <= 1 or axis not in allowed or room < 2:
             continue
-        counts[axis] = min(wanted, room, wanted if counts else cap)
+        most = cap if not counts else max(1, math.isqrt(wanted)) if squarer and len(counts) == 1 else wanted
+        counts[axis] = min(wanted, room, most)
         wanted = -(-wanted // counts[axis])
     return counts
 
@@ -147,17 +152,33 @@ def _boxes(op: Operation, out: Box, counts: dict[int, int]) -> list[Box]:
 
 
 def _rank(op: Operation, need: Need, out: Box, counts: dict[int, int],
-          count: int) -> tuple[int, int]:
-    """A cut's rank: short of ``count`` steps last, then the input elements its steps read,
-    from a middle step (the steps are alike, but those at an edge of a padded image read
-    less)."""
+          count: int) -> tuple[int, float]:
+    """A cut's rank: short of ``count`` steps last, then the activation elements all its
+    steps read. An op's input box along one output axis depends on that axis alone, so the total
+    is a middle step's input times, per cut axis, the sum over its pieces of the input they
+    read relative to the middle piece's (pieces may differ: 4 samples in 3 steps are 1, 1
+    and 2, and a piece at an edge of a padded image reads less)."""
+    spans = {axis: aligned_spans(*out[axis], pieces, channel_unit(op) if axis == 1 else 1)
+             for axis, pieces in counts.items()}
     middle = out
-    for axis, pieces in counts.items():
-        unit = channel_unit(op) if axis == 1 else 1
-        middle = with_axis(middle, axis, aligned_spans(*middle[axis], pieces, unit)[pieces // 2])
-    ins, _ = need(op, middle)
-    steps = math.prod(counts.values())
-    return -min(count, steps), steps * sum(volume(b) for b in ins if b is not None)
+    for axis, pieces in spans.items():
+        middle = with_axis(middle, axis, pieces[len(pieces) // 2])
+    base = _input_volume(op, need, middle)
+    if not base:
+        return -min(count, math.prod(counts.values())), 0.0
+    total = float(base)
+    for axis, pieces in spans.items():
+        total *= sum(_input_volume(op, need, with_axis(middle, axis, span)) for span in pieces) / base
+    return -min(count, math.prod(counts.values())), total
+
+
+def _input_volume(op: Operation, need: Need, box: Box) -> int:
+    """Elements of the activations a step of output ``box`` reads (weights, fetched once
+    and shared by the steps, do not count)."""
+    ins, _ = need(op, box)
+    weights = set(op.weights) if isinstance(op, LayerOp) else set()
+    return sum(volume(b) for v, b in zip(op.operands, ins, strict=False)
+               if b is not None and v not in weights)
 
 
 def reduction_chunks(op: Operation, part: Part, budget: int, elem_bytes: int) -> list[Part]:
