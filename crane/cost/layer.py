@@ -69,7 +69,8 @@ class WorkCost:
     """Traffic to bring the layer's weights into the region once."""
     input_reads: float = 1.0
     """How many times each tile reads its input: once per weight slice (``input_passes``),
-    its halo counted (``halo_factor``)."""
+    its halos counted (``halo_factor`` across tiles, ``step_halo_factor`` across a tile's
+    steps)."""
 
     @property
     def per_subbatch_traffic(self) -> Traffic:
@@ -181,8 +182,8 @@ def _region_free_cost(layer: LayerWork, batch: int, tiles: int, machine: Machine
                                 REPLICA_HOPS, REPLICA_HOPS * spread)
     energy = (macs * machine.mac_pj / part.utilisation + vec * machine.vector_op_pj
               + traffic_energy(operands, machine))
-    reads = 1.0 if backward else \
-        input_passes(layer, part, machine.sram_bytes) * halo_factor(layer.dims, part)
+    reads = 1.0 if backward else input_passes(layer, part, machine.sram_bytes) \
+        * halo_factor(layer.dims, part) * step_halo_factor(layer, batch, part, machine.sram_bytes)
     return _RegionFreeCost(cycles, energy, operands, part,
                            weights_fit(layer.weight_bytes, part, machine), forwarded, reduced,
                            reads)
@@ -193,6 +194,26 @@ def halo_factor(dims: Dims, part: Partition) -> float:
     cut of the output's rows (columns) reads the window's overlap again, as codegen's
     input boxes do (``crane.codegen.rules``)."""
     return (1.0 + (part.kh - 1) * dims.halo_h) * (1.0 + (part.kw - 1) * dims.halo_w)
+
+
+def step_halo_factor(layer: LayerWork, batch: int, part: Partition, sram_bytes: int) -> float:
+    """How much more input a tile reads when it runs its part in steps: codegen cuts a part
+    whose activations (per weight slice, with a chained result's buffer) exceed
+    ``STREAM_SHARE`` of SRAM into steps, its samples first (they share no input), then its
+    rows and columns into the patches reading least, and each cut of the rows (columns)
+    reads the window's overlap again (``crane.codegen.steps.temporal_chunks``)."""
+    dims = layer.dims
+    if not (dims.halo_h or dims.halo_w):
+        return 1.0
+    outputs = (2 if layer.vector_ops else 1) * layer.output_bytes \
+        / input_passes(layer, part, sram_bytes)
+    box = (layer.input_bytes * input_readers(layer, part) + outputs) * batch / max(1, part.tiles)
+    steps = math.ceil(box / (STREAM_SHARE * sram_bytes))
+    patches = -(-steps // max(1, min(steps, -(-batch // part.kb))))
+    rows, cols = max(1, dims.h // part.kh), max(1, dims.w // part.kw)
+    grow_h, grow_w = dims.halo_h * part.kh, dims.halo_w * part.kw
+    cuts = [(r, -(-patches // r)) for r in range(1, min(patches, rows) + 1)]
+    return min((1.0 + (r - 1) * grow_h) * (1.0 + (min(c, cols) - 1) * grow_w) for r, c in cuts)
 
 
 def input_passes(layer: LayerWork, part: Partition, sram_bytes: int) -> int:
