@@ -192,13 +192,17 @@ class Workload:
         return {name: tuple(names) for name, names in succ.items()}
 
     @cached_property
+    def last_reader(self) -> dict[str, int]:
+        """Per layer, the position of the last layer reading its output (-1: none)."""
+        return {layer.name: max((self.position(s) for s in self.successors[layer.name]),
+                                default=-1) for layer in self.layers}
+
+    @cached_property
     def crossing(self) -> tuple[frozenset[str], ...]:
         """Per cut before layer c (0 .. len): the layers whose outputs are made before it
         and read after it."""
-        last_reader = [max((self.position(s) for s in self.successors[layer.name]), default=-1)
-                       for layer in self.layers]
-        return tuple(frozenset(layer.name for i, layer in enumerate(self.layers[:cut])
-                               if last_reader[i] >= cut)
+        last = self.last_reader
+        return tuple(frozenset(layer.name for layer in self.layers[:cut] if last[layer.name] >= cut)
                      for cut in range(len(self.layers) + 1))
 
     @cached_property

@@ -313,18 +313,20 @@ class _Cut:
     ``inside``: results of the open group crossing the cut; ``left``: results of groups
     already left crossing it. Codegen keeps a group's results on chip for the group's own
     blocks only, so once the group is left they are read from DRAM however the later cuts
-    are crossed (``Block.dram_in``). ``unstored``: results of the open group crossing the
-    cut that are on chip only; the group may not be left while one of them is still to be
-    read (codegen would store it, and its producer's cost would not show it)."""
+    are crossed (``Block.dram_in``). ``held_until``: the last position reading a result
+    of the open group that is on chip only (-1: none after the cut); the group may not be
+    left before it (codegen would store the result, and its producer's cost would not
+    show it). A position, not the set of results, so that prefixes differing only in
+    which results they hold share one front."""
 
     mode: int
     inside: frozenset[str] = frozenset()
     left: frozenset[str] = frozenset()
-    unstored: frozenset[str] = frozenset()
+    held_until: int = -1
 
-    def may_leave(self, workload: Workload, stop: int) -> bool:
+    def may_leave(self, stop: int) -> bool:
         """Whether a block ending at ``stop`` may leave the group open at this cut."""
-        return not self.unstored & workload.crossing[stop]
+        return self.held_until < stop
 
     def after(self, workload: Workload, start: int, stop: int, move: _Move) -> _Cut:
         """The key at ``stop`` once layers [start, stop) run by ``move``."""
@@ -337,8 +339,11 @@ class _Cut:
             return _Cut(move.target, frozenset(), (self.left | inside) & crossing)
         stored = made if not move.out_sram else (
             _read_far(workload, start, stop) if move.stores else frozenset())
-        unstored = (made - stored) | (frozenset() if move.opens else self.unstored)
-        return _Cut(move.target, inside & crossing, self.left & crossing, unstored & crossing)
+        held = max((workload.last_reader[name] for name in made - stored), default=-1)
+        if not move.opens:
+            held = max(held, self.held_until)
+        return _Cut(move.target, inside & crossing, self.left & crossing,
+                    held if held >= stop else -1)
 
 
 def _blocks(workload: Workload, batch: int, machine: Machine, max_block: int,
@@ -370,7 +375,7 @@ def _advance(candidates: dict[_Cut, list[_Entry]], front: dict[_Cut, list[_Entry
     for cut, entries in front.items():
         if cut.mode != move.source or not entries:
             continue
-        if move.target == AFTER_GROUP and not cut.may_leave(workload, stop):
+        if move.target == AFTER_GROUP and not cut.may_leave(stop):
             continue
         block, reserved = _block(workload, start, stop, move, cut.left)
         if block not in solved:

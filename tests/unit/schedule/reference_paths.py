@@ -405,7 +405,7 @@ def search_eager(workload: Workload, batch: int, machine: Machine, solver: Block
                     _moves(workload, start, stop, batch, machine, groups), fronts[start].items()):
                 if cut.mode != move.source or not entries:
                     continue
-                if move.target == AFTER_GROUP and not cut.may_leave(workload, stop):
+                if move.target == AFTER_GROUP and not cut.may_leave(stop):
                     continue
                 block, reserved = _block(workload, start, stop, move, cut.left)
                 repeat = batch // move.samples

@@ -190,9 +190,9 @@ def test_a_group_block_may_store_what_is_read_beyond_the_next_cut() -> None:
     assert block.dram_out == (NET.layer("stem").output_bytes,)
     on_chip = _Cut(4).after(NET, 0, 1, next(m for m in moves if not m.stores))
     stored = _Cut(4).after(NET, 0, 1, stores)
-    assert on_chip.unstored == {"stem"} and not stored.unstored
-    assert not on_chip.may_leave(NET, 2) and stored.may_leave(NET, 2)
-    assert on_chip.may_leave(NET, 5)  # after res.proj, nothing of stem is left to read
+    assert on_chip.held_until == NET.position("res.proj") and stored.held_until == -1
+    assert not on_chip.may_leave(2) and stored.may_leave(2)
+    assert on_chip.may_leave(5)  # after res.proj, nothing of stem is left to read
     # The write is priced as a DRAM write of the block's output, on top of the SRAM copy.
     plans = crane_solver(None)(block, 4, EDGE, Objective(), 0.0)
     plan, cost = plans[0]
