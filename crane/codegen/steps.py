@@ -137,10 +137,18 @@ def _counts(op: Operation, out: Box, order: Sequence[int], count: int,
         room = sizes[axis] // unit
         if wanted <= 1 or axis not in allowed or room < 2:
             continue
-        most = cap if not counts else max(1, math.isqrt(wanted)) if squarer and len(counts) == 1 else wanted
-        counts[axis] = min(wanted, room, most)
+        counts[axis] = min(wanted, room, _most_pieces(len(counts), wanted, cap, squarer))
         wanted = -(-wanted // counts[axis])
     return counts
+
+
+def _most_pieces(cut_axes: int, wanted: int, cap: int, squarer: bool) -> int:
+    """At most how many pieces the next axis of a candidate takes after ``cut_axes`` axes."""
+    if not cut_axes:
+        return cap
+    if squarer and cut_axes == 1:
+        return max(1, math.isqrt(wanted))
+    return wanted
 
 
 def _boxes(op: Operation, out: Box, counts: dict[int, int]) -> list[Box]:
