@@ -289,22 +289,20 @@ def _producer_traffic(plan: Plan, state: int, m: int, opt: StateOption,
                       machine: Machine) -> _Tally:
     block, b, s = plan.block, plan.subbatch, plan.workloads[state]
     total = _Tally()
-    reads = input_reads(opt, m)
+    reads, port = input_reads(opt, m), port_hops(machine, opt, m)
     if block.in_from_sram:
         total.on_chip(block.external_sram_in(m) * reads * b * s, sram_hops(machine, opt, m),
                       sram_share(machine, opt, m))
     from_dram = block.external_dram_in(m) * reads * b * s
     if from_dram or not block.in_from_sram:
-        total.dram_read(from_dram, port_hops(machine, opt, m))
-    ext_out = block.external_out[m] * b * s
-    _store(total, ext_out, block.out_to_sram, port_hops(machine, opt, m))
+        total.dram_read(from_dram, port)
+    _store(total, block.external_out[m] * b * s, block.out_to_sram, port)
     if block.dram_out and block.dram_out[m]:
-        total.dram_write(block.dram_out[m] * b * s, port_hops(machine, opt, m))
+        total.dram_write(block.dram_out[m] * b * s, port)
     consumers = block.consumers(m)
     if consumers:
         kept = max(s - direct_take(plan.sct, block.n, state, m, e.dst) for e in consumers)
-        _store(total, block.layers[m].output_bytes * b * kept, plan.fused[m],
-               port_hops(machine, opt, m))
+        _store(total, block.layers[m].output_bytes * b * kept, plan.fused[m], port)
     return total
 
 
