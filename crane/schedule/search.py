@@ -6,7 +6,9 @@ for every prefix of the network, the lower-left convex hull of its (latency, ene
 schedules, so the final L^p E^q choice is exact over the blocks' candidate points (see
 ``_thin``; hulls beyond ``front_size`` points are thinned to bound the work). Data crossing a
 cut stays in SRAM when the whole batch of it fits in half of the activation SRAM, else it
-goes through DRAM.
+goes through DRAM; a result that went through DRAM is read from there by all its later
+readers, however the later cuts are crossed (codegen holds on chip only what the producing
+block kept).
 
 With ``grouped``, a run of consecutive blocks may also form a *group*: a composite block
 with its own sub-batch size G (a proper divisor of the batch) whose sub-blocks run one
@@ -298,8 +300,8 @@ def _groupable(workload: Workload, start: int, stop: int) -> bool:
 
 def _block(workload: Workload, start: int, stop: int, move: _Move,
            left: frozenset[str] = frozenset()) -> tuple[Block, float]:
-    """The block a move solves and the SRAM its fused input reserves; ``left``: results of
-    groups left before ``start``, which the block reads from DRAM."""
+    """The block a move solves and the SRAM its fused input reserves; ``left``: results in
+    DRAM crossing ``start`` (``_Cut.left``), which the block reads from DRAM."""
     block = Block.of(workload, start, stop, in_from_sram=move.in_sram, out_to_sram=move.out_sram,
                      from_dram=left if move.in_sram else frozenset(),
                      to_dram=_read_far(workload, start, stop) if move.stores else frozenset())
@@ -310,10 +312,11 @@ def _block(workload: Workload, start: int, stop: int, move: _Move,
 class _Cut:
     """A DP key: the cut's mode and where the results crossing it are.
 
-    ``inside``: results of the open group crossing the cut; ``left``: results of groups
-    already left crossing it. Codegen keeps a group's results on chip for the group's own
-    blocks only, so once the group is left they are read from DRAM however the later cuts
-    are crossed (``Block.dram_in``). ``held_until``: the last position reading a result
+    ``inside``: results of the open group crossing the cut; ``left``: results in DRAM
+    crossing it, read from DRAM however the later cuts are crossed (``Block.dram_in``):
+    those of groups already left (codegen keeps a group's results on chip for the group's
+    own blocks only) and those of whole-batch blocks that stored them (codegen keeps on
+    chip only what the producing block's memory table keeps). ``held_until``: the last position reading a result
     of the open group that is on chip only (-1: none after the cut); the group may not be
     left before it (codegen would store the result, and its producer's cost would not
     show it). A position, not the set of results, so that prefixes differing only in
@@ -332,8 +335,9 @@ class _Cut:
         """The key at ``stop`` once layers [start, stop) run by ``move``."""
         crossing = workload.crossing[stop]
         made = frozenset(layer.name for layer in workload.layers[start:stop])
-        if move.target == WHOLE:  # a whole-batch block
-            return _Cut(WHOLE, frozenset(), self.left & crossing)
+        if move.target == WHOLE:  # a whole-batch block; results it stores stay in DRAM
+            stored = frozenset() if move.out_sram else made
+            return _Cut(WHOLE, frozenset(), (self.left | stored) & crossing)
         inside = made if move.opens else self.inside | made
         if move.target == AFTER_GROUP:
             return _Cut(move.target, frozenset(), (self.left | inside) & crossing)

@@ -12,7 +12,7 @@ from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
-from crane.cost.workload import Workload
+from crane.cost.workload import Dims, LayerWork, Workload
 from crane.dialects import default_context
 from crane.hardware.machine import Machine
 from crane.ir.core import Operation
@@ -199,3 +199,36 @@ def test_a_group_block_may_store_what_is_read_beyond_the_next_cut() -> None:
     kept = evaluate(replace(plan, block=replace(block, dram_out=())), EDGE)
     assert cost.traffic.dram_bytes - kept.traffic.dram_bytes == sum(block.dram_out) * 4
     assert cost.energy_pj > kept.energy_pj
+
+
+def _branches_after_a_big_map() -> Workload:
+    """``a`` is big; ``p`` and ``q`` read it and are small; ``y`` reads both. At batch 8 on
+    ``edge`` the cuts after ``a`` and ``p`` go through DRAM (``a`` crosses them) and the
+    cut after ``q`` stays in SRAM (only ``p`` and ``q`` cross it)."""
+    big, small = 64 * 112 * 112, 8 * 28 * 28
+    return Workload.of("branches", [
+        LayerWork.make("a", "conv", macs=big * 16 * 9, vector_ops=0, weight_bytes=64 * 16 * 9,
+                       output_bytes=big, dims=Dims.conv(64, 16, 112, 112, 3, 3),
+                       external_input_bytes=16 * 112 * 112),
+        *(LayerWork.make(name, "conv", macs=small * 64, vector_ops=0, weight_bytes=8 * 64,
+                         output_bytes=small, dims=Dims.conv(8, 64, 28, 28),
+                         inputs=(("a", big),)) for name in ("p", "q")),
+        LayerWork.make("y", "conv", macs=small * 2 * 16 * 9, vector_ops=0,
+                       weight_bytes=16 * 16 * 9, output_bytes=2 * small,
+                       dims=Dims.conv(16, 16, 28, 28, 3, 3),
+                       inputs=(("p", small), ("q", small))),
+    ])
+
+
+def test_a_result_a_whole_batch_block_stored_is_read_from_dram_later() -> None:
+    # Codegen keeps on chip only what the producing block's memory table keeps: ``p``'s
+    # block stores it (the cut after it goes through DRAM), so ``y`` reads it from DRAM
+    # although the cut before ``y`` stays in SRAM; ``q`` it reads on chip.
+    net = _branches_after_a_big_map()
+    found = schedule(net, 8, EDGE, "set", max_block=1, grouped=False)
+    assert [c.plan.block.in_from_sram for c in found.blocks] == [False, False, False, True]
+    last = found.blocks[-1].plan
+    assert last.block.dram_in == (net.layer("p").output_bytes,)
+    on_chip = replace(last, block=replace(last.block, dram_in=()))
+    extra = evaluate(last, EDGE).traffic.dram_bytes - evaluate(on_chip, EDGE).traffic.dram_bytes
+    assert extra == net.layer("p").output_bytes * 8
