@@ -158,14 +158,16 @@ def _region_free_cost(layer: LayerWork, batch: int, tiles: int, machine: Machine
     reduced = reduced_gradient_bytes(layer, part) if backward else 0
     vec = (layer.backward_vector_ops if backward else layer.vector_ops) * batch \
         + reduced / machine.data_bytes
-    cycles = _compute_cycles(macs, vec, part, machine)
+    joined = 0.0 if backward else joined_bytes(layer, batch, part)
+    readers = input_readers(layer, part)
+    # Each reading tile's joins are one copy per element; channel slices share one join.
+    cycles = _compute_cycles(macs, vec + joined * readers / machine.data_bytes, part, machine)
     # Backward reads the saved activation and the output gradient, and writes the input
     # gradient: about twice the forward operand volume.
     volume = 2 if backward else 1
     # A channel split of a dense layer gives every output-channel slice the whole input: it
     # arrives once and is forwarded to the other slices' neighbouring tiles (one hop each).
     # Channel-wise layers (pools, elementwise ops, depthwise convolutions) read only theirs.
-    readers = input_readers(layer, part)
     copies = layer.input_bytes * batch * max(0, readers - 1)
     spread = 1.0 / max(1, tiles)  # copies cross the region's own links
     # A tile streams a big part in steps (STREAM_SHARE of SRAM each) and reads its weight
@@ -175,8 +177,8 @@ def _region_free_cost(layer: LayerWork, batch: int, tiles: int, machine: Machine
         noc_byte_hops=volume * copies * REPLICA_HOPS,
         noc_link_bytes=volume * copies * REPLICA_HOPS * spread,
         sram_read_bytes=volume * (layer.input_bytes * batch * readers
-                                  + layer.weight_bytes * part.weight_copies * steps),
-        sram_write_bytes=volume * (layer.output_bytes * batch + copies),
+                                  + layer.weight_bytes * part.weight_copies * steps) + joined,
+        sram_write_bytes=volume * (layer.output_bytes * batch + copies) + joined,
     )
     forwarded = Traffic.on_chip(layer.weight_bytes * max(0, part.weight_copies - 1),
                                 REPLICA_HOPS, REPLICA_HOPS * spread)
@@ -187,6 +189,20 @@ def _region_free_cost(layer: LayerWork, batch: int, tiles: int, machine: Machine
     return _RegionFreeCost(cycles, energy, operands, part,
                            weights_fit(layer.weight_bytes, part, machine), forwarded, reduced,
                            reads)
+
+
+def joined_bytes(layer: LayerWork, batch: int, part: Partition) -> float:
+    """Bytes the tiles copy to join a concatenated input's pieces into one buffer per
+    input box (``crane.codegen.fetch``): every distinct box once, halos included. A box
+    four or more channel slices share is fetched in slabs straight into the readers'
+    windows instead (``scatter_slabs``), with no join."""
+    if not layer.joined_input_bytes:
+        return 0.0
+    readers = input_readers(layer, part)
+    box = layer.input_bytes * batch * readers / max(1, part.tiles)
+    if scatter_slabs(readers, box, readers) > 1:
+        return 0.0
+    return layer.joined_input_bytes * batch * halo_factor(layer.dims, part)
 
 
 def halo_factor(dims: Dims, part: Partition) -> float:

@@ -78,6 +78,10 @@ class LayerWork:
     whole_batch: bool = False
     """One of its ops needs every sample at once (a batchnorm over the batch's statistics,
     a loss): the layer runs on the whole batch, never in a group of a smaller sub-batch."""
+    joined_input_bytes: int = 0
+    """Bytes per sample of its input that are a concatenation of several values: the
+    program joins their pieces into one buffer for it (``crane.codegen.fetch``), a
+    ``tile.copy`` per element."""
     _hash: int = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -85,7 +89,8 @@ class LayerWork:
         object.__setattr__(self, "_hash", hash((
             self.name, self.kind, self.macs, self.vector_ops, self.weight_bytes,
             self.output_bytes, self.dims, self.inputs, self.external_input_bytes,
-            self.backward_macs, self.backward_vector_ops, self.refreshes)))
+            self.backward_macs, self.backward_vector_ops, self.refreshes,
+            self.joined_input_bytes)))
 
     def __hash__(self) -> int:
         return self._hash
@@ -125,6 +130,7 @@ class LayerWork:
         external_input_bytes: int = 0,
         refreshes: bool = False,
         whole_batch: bool = False,
+        joined_input_bytes: int = 0,
     ) -> LayerWork:
         """A layer whose backward work follows the usual rule: dX + dW for GEMM-like kinds
         (twice the forward MACs), and twice the forward vector work for every kind (the
@@ -138,6 +144,7 @@ class LayerWork:
             external_input_bytes=external_input_bytes,
             backward_macs=2 * macs if gemm else 0,
             backward_vector_ops=2 * vector_ops, refreshes=refreshes, whole_batch=whole_batch,
+            joined_input_bytes=joined_input_bytes,
         )
 
 

@@ -91,6 +91,8 @@ class _Layer:
     """Elementwise ops or norms were merged after the op that made it."""
     whole_batch: bool = False
     """One of its ops needs every sample at once (``LayerOp.needs_whole_batch``)."""
+    joined_input_bytes: int = 0
+    """Input bytes per sample that are a concatenation (``LayerWork.joined_input_bytes``)."""
 
     def freeze(self) -> LayerWork:
         named = tuple((p, b) for p, b in self.inputs.items() if p is not None)
@@ -98,7 +100,8 @@ class _Layer:
             self.name, self.kind, macs=self.macs, vector_ops=self.vector_ops,
             weight_bytes=self.weight_bytes, output_bytes=self.output_bytes, dims=self.dims,
             inputs=named, external_input_bytes=self.inputs.get(None, 0),
-            refreshes=self.gemm and self.merged, whole_batch=self.whole_batch)
+            refreshes=self.gemm and self.merged, whole_batch=self.whole_batch,
+            joined_input_bytes=self.joined_input_bytes)
 
 
 def layer_flops(op: LayerOp) -> int:
@@ -147,6 +150,8 @@ class WorkloadBuilder:
         self.weights: dict[Value, int] = {}
         self.tables: dict[Value, int] = {}
         """Table bytes behind a gathered value, loaded by the earliest layer reading it."""
+        self.joined: dict[Value, int] = {}
+        """Bytes per sample of a value that are a concatenation of several values."""
         self.owner: dict[Value, _Layer] = {}
         self.names: set[str] = set()
         self.optimizer_ops = 0
@@ -226,6 +231,10 @@ class WorkloadBuilder:
         for v in inputs:
             _merge(flow, self.flows.get(v, {None: self.sample_bytes(v)}), scale)
         self.flows[op.results[0]] = flow
+        joined = self.sample_bytes(op.results[0]) if op.kind.name == "concat" and len(inputs) > 1 \
+            else round(scale * sum(self.joined.get(v, 0) for v in inputs))
+        if joined:
+            self.joined[op.results[0]] = joined
         tables = sum(self.tables.pop(v, 0) for v in inputs)
         if tables:
             self.tables[op.results[0]] = tables
@@ -262,7 +271,8 @@ class WorkloadBuilder:
         name = self.unique(op.results[0], op.kind.name)
         self.add(_Layer(name, work.value, macs, vector, weight_bytes,
                         self.sample_bytes(op.results[0]), dims, flow, gemm=work in GEMM_WORK,
-                        whole_batch=op.needs_whole_batch),
+                        whole_batch=op.needs_whole_batch,
+                        joined_input_bytes=sum(self.joined.get(v, 0) for v in op.inputs)),
                  op.results[0])
 
     def layer_dims(self, op: LayerOp, work: Work, out: tuple[int, ...]) -> Dims:
