@@ -196,16 +196,6 @@ class Chip:
         self.emit(tile, Recv(target, source.tile, self.tags, window))
         return target
 
-    def join(self, parts: Sequence[tuple[Box, Buffer]], box: Box, tile: int, value: Value) -> Buffer:
-        """One buffer holding ``box`` from pieces that tile it (a ``copy`` per piece)."""
-        if len(parts) == 1:
-            return parts[0][1]
-        out = self.alloc(tile, extent(box), value)
-        for have, buffer in parts:
-            offsets = tuple(a - c for (a, _), (c, _) in zip(have, box, strict=True))
-            self.emit(tile, Copy(out, buffer, (0,) * len(have), offsets, extent(have)))
-        return out
-
     def spread(self, source: Buffer, tiles: Sequence[int], value: Value,
                held: Mapping[int, Buffer] | None = None) -> Spread:
         """A plan to bring ``source`` to every tile of ``tiles`` along a tree (``held``:

@@ -224,12 +224,16 @@ class Fetcher:
         return loaded
 
     def _gather(self, concat: LayerOp, box: Box, tile: int, port: int) -> Buffer:
-        """``box`` of a virtual concatenation on ``tile``, from the boxes of its inputs."""
-        parts = [(cut, self.get(source, _shifted(cut, axis, -offset), tile, port))
-                 for source, cut, axis, offset in _concat_cuts(concat, box)]
-        if len(parts) == 1 and parts[0][0] == box:
-            return parts[0][1]
-        return self.chip.join(parts, box, tile, concat.results[0])
+        """``box`` of a virtual concatenation on ``tile``, from the boxes of its inputs:
+        one input's box as it is fetched, several joined in one buffer, each delivered into
+        its window (a piece on ``tile`` copied once, another tile's received, no staging)."""
+        cuts = _concat_cuts(concat, box)
+        if len(cuts) == 1 and cuts[0][1] == box:
+            source, cut, axis, offset = cuts[0]
+            return self.get(source, _shifted(cut, axis, -offset), tile, port)
+        joined = self.chip.alloc(tile, extent(box), concat.results[0])
+        self.deliver(concat.results[0], box, tile, port, (joined, box))
+        return joined
 
     def fetch(self, op: Operation, parts: Sequence[tuple[int, Part]], port: int) -> list[list[Buffer | None]]:
         """Every part's operand buffers; a box several parts read is fetched once and
