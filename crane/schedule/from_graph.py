@@ -13,7 +13,9 @@ One ``LayerWork`` per compute op, per sample, at the machine's element width:
   into the layer producing their input when they are its only user, else they become
   ``vector`` layers of their own;
 * ``reshape``, ``flatten``, ``transpose``, ``slice``, ``concat`` and (at inference)
-  ``dropout`` are transparent: edges run through them to the layers behind; ``graph.weight``
+  ``dropout`` are transparent: edges run through them to the layers behind (a layer
+  reading a concatenation of several values also counts its bytes as
+  ``joined_input_bytes``: the program joins the pieces for it); ``graph.weight``
   values count as weight bytes of the layer reading them; ``embedding`` runs with the
   earliest layer reading its result (as codegen runs it): that layer reads the ids from
   outside and loads the table as weights;
