@@ -161,6 +161,8 @@ def _region_free_cost(layer: LayerWork, batch: int, tiles: int, machine: Machine
     joined = 0.0 if backward else joined_bytes(layer, batch, part)
     readers = input_readers(layer, part)
     # Each reading tile's joins are one copy per element; channel slices share one join.
+    # Their SRAM traffic is the move of the input the scheduler prices already (read where
+    # it was made, written where it is read): only their time is added here.
     cycles = _compute_cycles(macs, vec + joined * readers / machine.data_bytes, part, machine)
     # Backward reads the saved activation and the output gradient, and writes the input
     # gradient: about twice the forward operand volume.
@@ -177,8 +179,8 @@ def _region_free_cost(layer: LayerWork, batch: int, tiles: int, machine: Machine
         noc_byte_hops=volume * copies * REPLICA_HOPS,
         noc_link_bytes=volume * copies * REPLICA_HOPS * spread,
         sram_read_bytes=volume * (layer.input_bytes * batch * readers
-                                  + layer.weight_bytes * part.weight_copies * steps) + joined,
-        sram_write_bytes=volume * (layer.output_bytes * batch + copies) + joined,
+                                  + layer.weight_bytes * part.weight_copies * steps),
+        sram_write_bytes=volume * (layer.output_bytes * batch + copies),
     )
     forwarded = Traffic.on_chip(layer.weight_bytes * max(0, part.weight_copies - 1),
                                 REPLICA_HOPS, REPLICA_HOPS * spread)
