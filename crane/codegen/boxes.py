@@ -7,6 +7,7 @@ graph value; DRAM transfers name the box's starts as offsets.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 
 Box = tuple[tuple[int, int], ...]
@@ -94,3 +95,42 @@ def covers(boxes: Sequence[Box], box: Box) -> bool:
         if not left:
             return True
     return not left
+
+
+class BoxIndex:
+    """Boxes, each with a tag, found by the boxes they meet: kept sorted by their start
+    along every axis, a query scans only the boxes whose start lets them reach the asked
+    span along the most selective axis (a value stored in thousands of steps is asked for
+    one box at a time)."""
+
+    def __init__(self) -> None:
+        self._entries: list[tuple[Box, int]] = []
+        self._starts: list[list[int]] = []
+        """Per axis, the entries' starts along it, sorted."""
+        self._order: list[list[int]] = []
+        """Per axis, the entries' indices in the order of ``_starts``."""
+        self._longest: list[int] = []
+        """Per axis, the longest extent of an entry along it."""
+
+    def add(self, box: Box, tag: int) -> None:
+        if not self._entries:
+            self._starts, self._order = [[] for _ in box], [[] for _ in box]
+            self._longest = [0] * len(box)
+        index = len(self._entries)
+        self._entries.append((box, tag))
+        for axis, (a, b) in enumerate(box):
+            at = bisect_right(self._starts[axis], a)
+            self._starts[axis].insert(at, a)
+            self._order[axis].insert(at, index)
+            self._longest[axis] = max(self._longest[axis], b - a)
+
+    def meeting(self, box: Box) -> list[tuple[Box, int]]:
+        """The entries that meet ``box``, in the order they were added."""
+        if not self._entries:
+            return []
+        spans = [(bisect_left(self._starts[axis], a - self._longest[axis] + 1),
+                  bisect_left(self._starts[axis], b)) for axis, (a, b) in enumerate(box)]
+        axis = min(range(len(box)), key=lambda k: spans[k][1] - spans[k][0])
+        low, high = spans[axis]
+        found = sorted(self._order[axis][low:high])
+        return [entry for k in found if intersect((entry := self._entries[k])[0], box) is not None]

@@ -274,7 +274,7 @@ class Emitter(StreamChains):
     def store(self, value: Value, pieces: Sequence[Piece], port: int) -> None:
         for piece in pieces:
             self.chip.store(value, piece.buffer, piece.box, port)
-            self.stored.setdefault(value, []).append((piece.box, self.synced))
+            self.record_store(value, piece.box)
 
     # ----- splitting forward ops
     def forward_parts(self, op: LayerOp, item: Item) -> list[tuple[int, Part]]:

@@ -52,7 +52,7 @@ class StreamChains(TrainingEmitter):
     def _stream_out(self, value: Value, buffer: Buffer, box: Box, port: int) -> None:
         """A step's output straight to DRAM (its readers load it after a barrier)."""
         self.chip.store(value, buffer, box, port)
-        self.stored.setdefault(value, []).append((box, self.synced))
+        self.record_store(value, box)
 
     def _streamed_chain(self, ops: Sequence[Operation], k: int, item: Item) -> list[LayerOp]:
         """``ops[k]`` and the ops after it that only transform its result element by element

@@ -197,7 +197,7 @@ class TrainingEmitter(Statistics):
 
     def _flush(self, value: Value, buffer: Buffer, box: Box, partial: bool, port: int) -> None:
         self.chip.store(value, buffer, box, port, accumulate=partial)
-        self.stored.setdefault(value, []).append((box, self.synced))
+        self.record_store(value, box)
 
     # ----- results
     def _finish(self, op: Operation, runs: Sequence[_Run], port: int) -> None:

@@ -29,7 +29,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from crane.codegen.boxes import Box, contains, covers, extent, intersect, text, volume, with_axis
+from crane.codegen.boxes import (
+    Box,
+    BoxIndex,
+    contains,
+    covers,
+    extent,
+    intersect,
+    text,
+    volume,
+    with_axis,
+)
 from crane.codegen.chip import Chip, Spread
 from crane.codegen.context import Context, Piece, is_resident, is_weight
 from crane.codegen.ownership import CodegenError
@@ -51,15 +61,27 @@ class Fetcher:
         self.copies: dict[Value, list[Piece]] = {}
         self.remembered: dict[int, list[tuple[Value, Piece]]] = {}
         """Per tile, the copies it remembers, oldest first (``_remember``)."""
-        self.stored: dict[Value, list[tuple[Box, int]]] = {}
-        """Boxes of each value stored to DRAM, with the number of barriers before the store
-        (a load may read them once a barrier has followed)."""
+        self.stored: dict[Value, BoxIndex] = {}
+        """Boxes of each value stored to DRAM, tagged with the number of barriers before the
+        store (a load may read them once a barrier has followed); indexed by box, as a value
+        may be stored in thousands of steps."""
         self.synced = 0
         """Barriers emitted so far (phase ends and mid-phase flushes)."""
         self.phase = 0
         self.block = -1
         self.recomputing = False
         self.virtual = self._virtual_concats()
+
+    def record_store(self, value: Value, box: Box) -> None:
+        """``box`` of ``value`` is stored to DRAM now (readable after the next barrier)."""
+        self.stored.setdefault(value, BoxIndex()).add(box, self.synced)
+
+    def _in_dram(self, value: Value, box: Box) -> bool:
+        """Whether stores before the last barrier hold all of ``box`` of ``value`` (partial
+        sums store one box several times)."""
+        index = self.stored.get(value)
+        ready = [b for b, at in index.meeting(box) if at < self.synced] if index else []
+        return covers(ready, box)
 
     def _tensor_name(self, value: Value) -> tuple[str, str]:
         owner = value.owner_op
@@ -213,11 +235,9 @@ class Fetcher:
         found = self._on_chip(value, box, tile)
         if found is not None:
             return found
-        if not is_resident(value):
-            stored = [b for b, at in self.stored.get(value, ()) if at < self.synced]
-            if not covers(stored, box):  # partial sums store one box several times
-                raise CodegenError(f"codegen bug: {text(box)} of '{value.name_hint}' is neither "
-                                   f"on chip nor in DRAM in phase {self.phase}", value.owner_op)
+        if not is_resident(value) and not self._in_dram(value, box):
+            raise CodegenError(f"codegen bug: {text(box)} of '{value.name_hint}' is neither "
+                               f"on chip nor in DRAM in phase {self.phase}", value.owner_op)
         loaded = self.chip.load(value, box, tile, port)
         if share:
             self._remember(value, box, loaded)
