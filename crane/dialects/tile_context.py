@@ -60,6 +60,8 @@ class Mesh:
     """What the verifiers need of the targeted ``hw.machine`` (read live from its op)."""
 
     __slots__ = ("rows", "cols", "sram_bytes", "ports")
+    READS = ("rows", "cols", "sram_bytes", "dram_ports")
+    """The machine's attributes a mesh is read from."""
 
     def __init__(self, machine: Operation) -> None:
         self.rows, self.cols = int_attr(machine, "rows"), int_attr(machine, "cols")
@@ -112,6 +114,11 @@ def dram_named(op: Operation, name: str) -> Operation | None:
     return table.get(name)
 
 
+_MESHES: dict[int, tuple[Operation, tuple[object, ...], Mesh]] = {}
+"""``hw.machine`` op -> the attributes its mesh was read from and the mesh (see
+:func:`mesh_of`: a verifier asks once per instruction, a program has a million)."""
+
+
 def mesh_of(op: Operation) -> Mesh | None:
     """The mesh of the machine the module of ``op`` targets (``crane.machine``), if any."""
     module = enclosing_module(op)
@@ -121,5 +128,19 @@ def mesh_of(op: Operation) -> Mesh | None:
         return None
     for candidate in body.ops:
         if candidate.name == "hw.machine" and str_attr(candidate, "sym_name") == target.root:
-            return Mesh(candidate)
+            return _mesh(candidate)
     return None
+
+
+def _mesh(machine: Operation) -> Mesh:
+    """``Mesh(machine)``, reused while the op and the attributes it reads are the same."""
+    read = tuple(machine.attributes.get(name) for name in Mesh.READS)
+    cached = _MESHES.get(id(machine))
+    if cached is not None and cached[0] is machine and all(
+            a is b for a, b in zip(cached[1], read, strict=True)):
+        return cached[2]
+    if len(_MESHES) > 8:
+        _MESHES.clear()
+    mesh = Mesh(machine)
+    _MESHES[id(machine)] = (machine, read, mesh)
+    return mesh
