@@ -195,9 +195,12 @@ def _region_free_cost(layer: LayerWork, batch: int, tiles: int, machine: Machine
 
 def joined_bytes(layer: LayerWork, batch: int, part: Partition) -> float:
     """Bytes the tiles copy to join a concatenated input's pieces into one buffer per
-    input box (``crane.codegen.fetch``): every distinct box once, halos included. A box
-    four or more channel slices share is fetched in slabs straight into the readers'
-    windows instead (``scatter_slabs``), with no join."""
+    input box (``crane.codegen.fetch``): every distinct box once, halos included. Codegen
+    copies the pieces already on the reading tile and receives the others in place; the
+    model does not know where the producers left them and counts the whole box (on one or
+    two tiles nearly all of it is local). A box four or more channel slices share is
+    fetched in slabs straight into the readers' windows instead (``scatter_slabs``), with
+    no join."""
     if not layer.joined_input_bytes:
         return 0.0
     readers = input_readers(layer, part)
