@@ -145,7 +145,8 @@ class BlockOp(Operation):
                  doc="(batch, K, H, W) split factors per (state, column) (set by segment)"),
             Attr("dram_in", DenseIntsAttr, optional=True,
                  doc="bytes per sample each column reads from DRAM though its input boundary "
-                     "is in SRAM: results of a group left before (set by segment)"),
+                     "is in SRAM: results of a group left before or of a block that "
+                     "stored them (set by segment)"),
             Attr("dram_out", DenseIntsAttr, optional=True,
                  doc="bytes per sample each column writes to DRAM though its output boundary "
                      "is in SRAM: results read after its group is left (set by segment)"),

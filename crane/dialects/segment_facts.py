@@ -19,7 +19,8 @@ say how the cost model priced it:
   column's sub-batch over its tiles (``crane.cost.utilisation.preferred_partition``);
 * ``dram_in`` (only where some are): per column, the bytes per sample of its input from
   outside the block that come from DRAM although the input boundary is in SRAM (results
-  of a group the schedule has left, ``crane.schedule.block.Block.dram_in``);
+  of a group the schedule has left, or of a block that stored them,
+  ``crane.schedule.block.Block.dram_in``);
 * ``dram_out`` (only where some are): per column, the bytes per sample of its output to
   outside the block that it writes to DRAM as well although the output boundary is in
   SRAM (results read after the group is left, ``crane.schedule.block.Block.dram_out``).

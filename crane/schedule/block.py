@@ -44,7 +44,9 @@ class Block:
     dram_in: tuple[int, ...] = ()
     """Bytes per sample of each column's ``external_in`` read from DRAM even when the
     block's input stays in SRAM: results of a group the schedule has already left (codegen
-    keeps a group's results on chip for the group's own blocks only). Empty: none."""
+    keeps a group's results on chip for the group's own blocks only) or of an earlier block
+    that stored them (codegen keeps on chip only what the producing block kept). Empty:
+    none."""
     dram_out: tuple[int, ...] = ()
     """Bytes per sample of each column's ``external_out`` written to DRAM as well when the
     block's output stays in SRAM: results of a group block read after the group is left,
