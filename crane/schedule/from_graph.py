@@ -233,8 +233,9 @@ class WorkloadBuilder:
         for v in inputs:
             _merge(flow, self.flows.get(v, {None: self.sample_bytes(v)}), scale)
         self.flows[op.results[0]] = flow
-        joined = self.sample_bytes(op.results[0]) if op.kind.name == "concat" and len(inputs) > 1 \
-            else round(scale * sum(self.joined.get(v, 0) for v in inputs))
+        joined = round(scale * sum(self.joined.get(v, 0) for v in inputs))
+        if op.kind.name == "concat" and len(inputs) > 1:  # its readers join the pieces
+            joined = self.sample_bytes(op.results[0])
         if joined:
             self.joined[op.results[0]] = joined
         tables = sum(self.tables.pop(v, 0) for v in inputs)

@@ -316,11 +316,11 @@ class _Cut:
     crossing it, read from DRAM however the later cuts are crossed (``Block.dram_in``):
     those of groups already left (codegen keeps a group's results on chip for the group's
     own blocks only) and those of whole-batch blocks that stored them (codegen keeps on
-    chip only what the producing block's memory table keeps). ``held_until``: the last position reading a result
-    of the open group that is on chip only (-1: none after the cut); the group may not be
-    left before it (codegen would store the result, and its producer's cost would not
-    show it). A position, not the set of results, so that prefixes differing only in
-    which results they hold share one front."""
+    chip only what the producing block's memory table keeps). ``held_until``: the last
+    position reading a result of the open group that is on chip only (-1: none after the
+    cut); the group may not be left before it (codegen would store the result, and its
+    producer's cost would not show it). A position, not the set of results, so that
+    prefixes differing only in which results they hold share one front."""
 
     mode: int
     inside: frozenset[str] = frozenset()
