@@ -23,6 +23,7 @@ to every tile holding a box of that range.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 from crane.codegen.boxes import (
     Box,
@@ -61,8 +62,18 @@ def _attrs(op: Operation, x: Value) -> dict[str, Attribute]:
             "eps": eps if isinstance(eps, FloatAttr) else FloatAttr(1e-5)}
 
 
-Moments = list[tuple[Buffer, Buffer]]
-"""Per box: the batch's per-channel sum and sum of squared deviations, on the box's tile."""
+Moment = tuple[Buffer, Buffer]
+"""The batch's per-channel sum and sum of squared deviations for one channel range, on one tile."""
+Moments = list[Moment]
+"""Per box: its channels' moments, on the box's tile."""
+
+
+class Made(NamedTuple):
+    """Moments and when they were made."""
+
+    moment: Moment
+    phase: int
+    recomputed: bool
 
 
 class Statistics(Fetcher):
@@ -70,10 +81,12 @@ class Statistics(Fetcher):
 
     def __init__(self, rows: int, cols: int, ctx: Context) -> None:
         super().__init__(rows, cols, ctx)
-        self.moments: dict[tuple[Value, int, tuple[tuple[Box, int], ...]], Moments] = {}
-        """The moments made in a phase, by input, phase and (box, tile) of each box: a
-        gradient in the phase that ran its batchnorm again (a refresh) reads the same
-        boxes of the same input, and takes them instead of two more rounds."""
+        self.moments: dict[Value, dict[tuple[tuple[int, int], int], Made]] = {}
+        """The moments made of each input, by channel range and tile. They are totals over
+        the whole batch, so they serve any box of the same channels on the same tile,
+        however the boxes cut the batch and space: a gradient takes them from its phase (which
+        ran the batchnorm again, a refresh) or from the recomputation before it, instead of
+        two more rounds."""
 
     def totals(self, step: str, held: Sequence[Held], value: Value, attrs: Mapping[str, Attribute],
                outputs: int = 1) -> list[tuple[Buffer, ...]]:
@@ -106,18 +119,24 @@ class Statistics(Fetcher):
     def _moments(self, op: Operation, xs: Sequence[Held], x: Value) -> Moments:
         """Per box: the batch's per-channel sum and sum of squared deviations (made once
         per phase for one set of boxes of ``x``)."""
-        key = (x, self.phase, tuple((box, ins[0].tile) for box, ins in xs))
-        known = self.moments.get(key)
-        if known is not None:
-            return known
+        known = self.moments.setdefault(x, {})
+        wanted = [(box[1], ins[0].tile) for box, ins in xs]
+        usable = [known[place] for place in wanted if place in known]
+        if len(usable) == len(wanted) and all(self._usable_moment(m) for m in usable):
+            return [m.moment for m in usable]
         attrs = _attrs(op, x)
         sums = self.totals("batchnorm_sum", xs, x, attrs)
         deviations = self.totals("batchnorm_sqdev", [(box, (ins[0], s[0]))
                                                      for (box, ins), s in zip(xs, sums, strict=True)],
                                  x, attrs)
         made = [(s[0], q[0]) for s, q in zip(sums, deviations, strict=True)]
-        self.moments[key] = made
+        known.update((place, Made(m, self.phase, self.recomputing))
+                     for place, m in zip(wanted, made, strict=True))
         return made
+
+    def _usable_moment(self, made: Made) -> bool:
+        """Moments made in this phase, or by the recomputation for the training ops."""
+        return made.phase == self.phase or (made.recomputed and not self.recomputing)
 
     def _channels(self, weight: Value, box: Box, tile: int, port: int) -> Buffer:
         return self.get(weight, (box[1],), tile, port)
