@@ -17,7 +17,7 @@ instruction waits only for instructions emitted before it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from crane.codegen.boxes import Box, extent, split_span, starts, with_axis
 from crane.codegen.program import (
@@ -121,7 +121,18 @@ class Chip:
 
     # ----- instructions
     def emit(self, tile: int, instruction: Instruction) -> None:
-        self.programs[tile].body.append(instruction)
+        """Append ``instruction`` to ``tile``'s program, views read through windows."""
+        body = self.programs[tile].body
+        base = instruction.buffer.base if isinstance(instruction, Store) else None
+        if isinstance(instruction, Store) and base is not None:
+            # A DMA takes no window of its buffer: the view's box is copied out first.
+            view = instruction.buffer
+            self.buffers += 1
+            copied = Buffer(self.buffers, view.tile, view.shape, view.dtype, view.value)
+            body.append(Alloc(copied))
+            body.append(Copy(copied, base, view.at, (0,) * len(view.shape), view.shape))
+            instruction = replace(instruction, buffer=copied)
+        body.append(_through_windows(instruction))
 
     def alloc(self, tile: int, shape: tuple[int, ...], value: Value) -> Buffer:
         self.buffers += 1
@@ -145,13 +156,15 @@ class Chip:
                                      self.port(buffer.tile, port), accumulate))
 
     def cut(self, buffer: Buffer, have: Box, want: Box, value: Value) -> Buffer:
-        """``want`` out of a buffer holding ``have`` (a ``copy`` unless they are equal)."""
+        """``want`` out of a buffer holding ``have``: a view of it, read in place (the
+        buffer itself when they are equal)."""
         if have == want:
             return buffer
-        out = self.alloc(buffer.tile, extent(want), value)
-        offsets = tuple(c - a for (a, _), (c, _) in zip(have, want, strict=True))
-        self.emit(buffer.tile, Copy(out, buffer, offsets, (0,) * len(want), extent(want)))
-        return out
+        offsets = _offsets(have, want)
+        root = buffer.base or buffer
+        at = tuple(a + o for a, o in zip(buffer.at or (0,) * len(offsets), offsets, strict=True))
+        self.buffers += 1
+        return Buffer(self.buffers, buffer.tile, extent(want), buffer.dtype, buffer.value, root, at)
 
     def move(self, buffer: Buffer, tile: int, value: Value) -> Buffer:
         """``buffer`` sent to ``tile`` (itself when it is already there)."""
@@ -364,6 +377,36 @@ def _unreached(chip: Chip, have: Sequence[int], waiting: Mapping[int, None]) -> 
                 reached.add(t)
                 frontier.append(t)
     return [t for t in waiting if t not in reached]
+
+
+def _in_base(buffer: Buffer, window: Window | None) -> tuple[Buffer, Window | None]:
+    """A buffer and a window of it as the allocated buffer under a view and a window of that."""
+    if buffer.base is None:
+        return buffer, window
+    offsets, shape = window or ((0,) * len(buffer.shape), buffer.shape)
+    return buffer.base, (tuple(a + o for a, o in zip(buffer.at, offsets, strict=True)), shape)
+
+
+def _through_windows(ins: Instruction) -> Instruction:
+    """``ins`` with every view it reads replaced by its buffer and a window of it."""
+    if isinstance(ins, Compute):
+        if any(b.base is not None for b in ins.outs):
+            raise ValueError(f"codegen bug: '{ins.op}' writes a view")
+        if all(b.base is None for b in ins.ins):
+            return ins
+        reads = [_in_base(b, None) for b in ins.ins]
+        return replace(ins, ins=tuple(b for b, _ in reads), in_windows=tuple(w for _, w in reads))
+    if isinstance(ins, Send | Recv) and ins.buffer.base is not None:
+        buffer, window = _in_base(ins.buffer, ins.window)
+        return replace(ins, buffer=buffer, window=window)
+    if isinstance(ins, Copy) and (ins.src.base is not None or ins.dst.base is not None):
+        src, src_window = _in_base(ins.src, (ins.src_offsets, ins.shape))
+        dst, dst_window = _in_base(ins.dst, (ins.dst_offsets, ins.shape))
+        assert src_window is not None and dst_window is not None
+        return Copy(dst, src, src_window[0], dst_window[0], ins.shape)
+    if isinstance(ins, Load) and ins.buffer.base is not None:
+        raise ValueError("codegen bug: a load into a view")
+    return ins
 
 
 def _offsets(outer: Box, inner: Box) -> tuple[int, ...]:

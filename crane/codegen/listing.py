@@ -119,6 +119,9 @@ def _compute_record(op: ComputeOp, ref: Callable[[Value], int]) -> Record:
                        "inputs": [ref(v) for v in op.inputs], "attrs": str(attrs) if attrs else "{}"}
     if op.window is not None:
         compute["out_offsets"], compute["out_shape"] = (list(v) for v in op.window)
+    if any(w is not None for w in op.input_windows):
+        compute["in_windows"] = [None if w is None else [list(w[0]), list(w[1])]
+                                 for w in op.input_windows]
     return compute
 
 
@@ -141,7 +144,9 @@ def _line(r: Record) -> str:
         outs = ", ".join(f"b{b}" for b in r["outputs"])
         if "out_shape" in r:
             outs += f"{_ints(tuple(r['out_offsets']))} {_dims(tuple(r['out_shape']))}"
-        ins = ", ".join(f"b{b}" for b in r["inputs"])
+        windows = r.get("in_windows") or [None] * len(r["inputs"])
+        ins = ", ".join(f"b{b}" + ("" if w is None else f"{_ints(tuple(w[0]))} {_dims(tuple(w[1]))}")
+                        for b, w in zip(r["inputs"], windows, strict=False))
         return f"compute {r['kind']} {outs} <- {ins} {r['attrs']}".rstrip()
     label = f"  # {r['label']}" if r.get("label") else ""
     return f"barrier {r['id']} tiles {', '.join(map(str, r['tiles']))}{label}"

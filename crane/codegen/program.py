@@ -4,7 +4,9 @@ Codegen builds one :class:`Program` per mesh tile as a list of instruction recor
 ``tile`` dialect ops (``crane.codegen.to_ir``), the flat listings and the JSON
 (``crane.codegen.listing``) are all printed from these records, so the three forms agree.
 Buffers are numbered per module (``%b12``); each is allocated once on one tile and holds
-one box of one graph value (``value`` names it, for listings and debugging).
+one box of one graph value (``value`` names it, for listings and debugging). A view names
+a box of an allocated buffer without a copy; it exists only here, and every instruction
+reading one reads its buffer through a window (``crane.codegen.chip``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,11 @@ class Buffer:
     shape: tuple[int, ...]
     dtype: str
     value: str = ""
+    base: Buffer | None = None
+    """A view: the box of ``shape`` at ``at`` of this allocated buffer, read in place (the
+    ``tile.compute`` reading it gets an input window; other instructions windows of their
+    own, or a copy where they take none)."""
+    at: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +100,8 @@ class Compute:
     attrs: Mapping[str, Attribute] = field(default_factory=dict)
     window: Window | None = None
     """The box of the single output the result fills (None: all of it)."""
+    in_windows: tuple[Window | None, ...] = ()
+    """Per input, the box of it the op reads (None or empty: all of it)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,6 +78,7 @@ def _instruction(ins: Instruction, values: dict[int, Value], data_bytes: int | N
                             ins.dst_offsets, ins.shape)
     if isinstance(ins, Compute):
         return ComputeOp.build(ins.op, [values[b.id] for b in ins.outs],
-                               [values[b.id] for b in ins.ins], dict(ins.attrs), window=ins.window)
+                               [values[b.id] for b in ins.ins], dict(ins.attrs), window=ins.window,
+                               in_windows=ins.in_windows)
     assert isinstance(ins, Barrier)
     return BarrierOp.build(ins.id, ins.tiles, label=ins.label)

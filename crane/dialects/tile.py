@@ -39,7 +39,8 @@ Units and conventions (all ops print in the default custom form, which parses ba
 - ``tile.copy %dst, %src {src_offsets, dst_offsets, shape}``: copies the box of ``shape``
   at ``src_offsets`` of ``src`` to ``dst_offsets`` of ``dst`` (elements; same rank).
 - ``tile.compute %out..., %in... {op, outputs, attrs}``: the first ``outputs`` (default 1)
-  operands are written, the rest read. ``op`` is a graph op name without ``graph.``: a
+  operands are written, the rest read (all of each, or the boxes ``in_windows`` gives; the
+  result may fill a box of the output, ``out_offsets`` and ``out_shape``). ``op`` is a graph op name without ``graph.``: a
   layer kind (``conv2d``, ``relu``, ...; inputs then weights, as the graph op), ``<kind>_grad_input``
   / ``<kind>_grad_weight`` (operands as the graph op: grad_out, forward inputs, weights),
   ``sgd``/``momentum``/``adam`` (weight, grad, states -> new weight, new states),
@@ -81,6 +82,7 @@ from crane.dialects.tile_sync import BarrierOp as BarrierOp
 from crane.dialects.tile_sync import RecvOp as RecvOp
 from crane.dialects.tile_sync import SendOp as SendOp
 from crane.ir.attributes import (
+    ArrayAttr,
     Attribute,
     DenseIntsAttr,
     DictAttr,
@@ -291,16 +293,22 @@ class ComputeOp(TileInstruction):
                                    doc="the graph op's attributes at tile level"),
                               Attr("out_offsets", DenseIntsAttr, optional=True,
                                    doc="with out_shape: the box of the (single) output the result fills"),
-                              Attr("out_shape", DenseIntsAttr, optional=True)),
+                              Attr("out_shape", DenseIntsAttr, optional=True),
+                              Attr("in_windows", ArrayAttr, optional=True,
+                                   doc="per input: array<i64> (all of it) or the offsets "
+                                       "then the shape of the box of it the op reads")),
                   summary="compute on SRAM buffers: layers, gradients, updates, sums")
 
     @classmethod
     def build(cls, op: str, outputs: Sequence[Value], inputs: Sequence[Value],
               attrs: Mapping[str, AttrValue | Attribute] | None = None,
               location: Location = UNKNOWN,
-              window: tuple[Sequence[int], Sequence[int]] | None = None) -> ComputeOp:
+              window: tuple[Sequence[int], Sequence[int]] | None = None,
+              in_windows: Sequence[tuple[Sequence[int], Sequence[int]] | None] = ()) -> ComputeOp:
         """``attrs`` values may be plain layer values (``(1, 1)``, ``True``) or attributes;
-        ``window`` (offsets, shape) makes the result fill that box of the single output."""
+        ``window`` (offsets, shape) makes the result fill that box of the single output;
+        ``in_windows`` (one per input, None for all of it) makes the op read boxes of its
+        inputs."""
         entries = {k: v if isinstance(v, Attribute) else to_attribute(v) for k, v in (attrs or {}).items()}
         attributes: dict[str, Attribute] = {"op": StringAttr(op)}
         if len(outputs) != 1:
@@ -309,6 +317,9 @@ class ComputeOp(TileInstruction):
         if window is not None:
             attributes["out_offsets"] = DenseIntsAttr(tuple(window[0]))
             attributes["out_shape"] = DenseIntsAttr(tuple(window[1]))
+        if any(w is not None for w in in_windows):
+            attributes["in_windows"] = ArrayAttr(tuple(
+                DenseIntsAttr(() if w is None else (*w[0], *w[1])) for w in in_windows))
         made = cls.create(None, (*outputs, *inputs), (), attributes, (), location)
         assert isinstance(made, ComputeOp)
         return made
@@ -343,6 +354,26 @@ class ComputeOp(TileInstruction):
             return None
         return _ints(self, "out_offsets") or (0,) * len(shape), shape
 
+    @property
+    def input_windows(self) -> tuple[tuple[tuple[int, ...], tuple[int, ...]] | None, ...]:
+        """Per input, (offsets, shape) of the box the op reads (None: all of it)."""
+        attr = self.attributes.get("in_windows")
+        count = len(self._operands) - self.num_outputs
+        if not isinstance(attr, ArrayAttr):
+            return (None,) * count
+        found: list[tuple[tuple[int, ...], tuple[int, ...]] | None] = []
+        for entry in attr.elements:
+            flat = tuple(entry) if isinstance(entry, DenseIntsAttr) else ()
+            half = len(flat) // 2
+            found.append((flat[:half], flat[half:]) if flat else None)
+        return tuple(found)
+
+    def input_types(self) -> list[BufferType]:
+        """The types the op reads: its inputs', or their windows'."""
+        types = [_buffer(v) for v in self.inputs]
+        return [t if w is None else BufferType(w[1], t.element, t.space)
+                for t, w in zip(types, self.input_windows, strict=False)]
+
     def result_types(self) -> list[BufferType]:
         """The types the op's results have: the outputs', or the window's."""
         outputs = [_buffer(v) for v in self.outputs]
@@ -362,8 +393,23 @@ class ComputeOp(TileInstruction):
             if self.num_outputs != 1:
                 raise VerifyError("an output window needs exactly one output")
             _check_box("output", window[1], window[0], _buffer(self.outputs[0]).shape)
-        check_compute(self.op, self.result_types(), [_buffer(v) for v in self.inputs],
-                      self.op_attrs)
+        self._verify_input_windows()
+        check_compute(self.op, self.result_types(), self.input_types(), self.op_attrs)
+
+    def _verify_input_windows(self) -> None:
+        attr = self.attributes.get("in_windows")
+        if attr is None:
+            return
+        if not isinstance(attr, ArrayAttr) or len(attr.elements) != len(self.inputs):
+            raise VerifyError(f"'in_windows' needs one entry per input ({len(self.inputs)})")
+        for index, (value, entry) in enumerate(zip(self.inputs, attr.elements, strict=True)):
+            flat = tuple(entry) if isinstance(entry, DenseIntsAttr) else None
+            bounds = _buffer(value).shape
+            if flat is None or len(flat) not in (0, 2 * len(bounds)):
+                raise VerifyError(f"'in_windows' #{index}: expected array<i64> or "
+                                  f"{2 * len(bounds)} offsets and sizes, got {entry}")
+            if flat:
+                _check_box(f"input window #{index}", flat[len(bounds):], flat[:len(bounds)], bounds)
 
 
 INSTRUCTIONS: tuple[type[TileInstruction], ...] = (

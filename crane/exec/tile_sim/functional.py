@@ -365,6 +365,11 @@ class _Run:
 
     def compute(self, sram: Sram, op: ComputeOp) -> None:
         inputs = [sram.read(v, op) for v in op.inputs]
+        for k, (value, window) in enumerate(zip(op.inputs, op.input_windows, strict=False)):
+            if window is not None:
+                check_box(op, f"input window of {describe(value)}", window[0], window[1],
+                          tuple(inputs[k].shape))
+                inputs[k] = inputs[k][box(*window)]
         outputs = op.outputs
         shapes = [tuple(t.shape) for t in op.result_types()]
         window = op.window

@@ -159,13 +159,16 @@ class _Lowering:
         outs, ins = op.outputs, op.inputs
         shapes = [tuple(t.shape) for t in op.result_types()]
         try:
-            work = compute_work(op.op, shapes, [self.shape(v) for v in ins], op.op_attrs)
+            work = compute_work(op.op, shapes, [tuple(t.shape) for t in op.input_types()],
+                                op.op_attrs)
         except (KeyError, IndexError, TypeError, ValueError, AssertionError) as problem:
             raise _error(op, f"cannot count the work of compute '{op.op}': {problem}") from None
         written, span = sum(self.nbytes(v) for v in outs), None
         if op.window is not None:
             written, span = self.box_span(outs[0], *op.window, op)
-        sram = Traffic(sram_read_bytes=sum(self.nbytes(v) for v in ins), sram_write_bytes=written)
+        read = sum(self.nbytes(v) if w is None else self.box_span(v, *w, op)[0]
+                   for v, w in zip(ins, op.input_windows, strict=False))
+        sram = Traffic(sram_read_bytes=read, sram_write_bytes=written)
         energy = work.energy_pj(self.machine) + traffic_energy(sram, self.machine)
         self.emit(op, "compute", "compute", op.op, ins, outs, cycles=work.cycles(self.machine),
                   energy_pj=energy, work=work, write_spans=[span] if span else None,

@@ -3,7 +3,9 @@
 // later. Each layer is split as the cost model splits it (here by output columns, so
 // parts read halos); a weight slice both tiles read comes from DRAM once and is sent on;
 // the relu runs in place on the convolution's buffer; windowed sends and receives move
-// a box of a buffer (halos, joins) without copies; a state fetches every column's first
+// a box of a buffer (halos, joins) without copies, and a compute reads a box of a buffer
+// in place (an input window: tile 0's last convolution reads its halo'd columns of the
+// relu's buffer); a state fetches every column's first
 // operands before it computes (so tile 1's input leaves tile 0 before tile 0's own
 // convolution); every state ends with a barrier of both tiles labelled with its block
 // and state; buffers count their bytes at the machine's element width (one byte on edge);
@@ -28,7 +30,7 @@ builtin.module @pair attributes {crane.machine = @pair2} {
   }) {func = @pair, policy = "crane", objective = "edp", batch = 2} : () -> ()
 }
 
-// LIST:      # tile 0 (row 0, col 0): 25 instructions
+// LIST:      # tile 0 (row 0, col 0): 23 instructions
 // LIST-NEXT: alloc   b0 1x3x8x5 f32 120B @-1
 // LIST-NEXT: load    b0 <- x[0, 0, 0, 0] port 0
 // LIST-NEXT: alloc   b1 4x3x3x3 f32 108B @-1
@@ -43,7 +45,8 @@ builtin.module @pair attributes {crane.machine = @pair2} {
 // LIST:      compute relu b4 <- b4 {}
 // LIST-NEXT: barrier 1 tiles 0, 1  # conv2d..y:state1
 // LIST:      send    b4[0, 0, 0, 3] 1x4x8x5 -> tile 1 tag 3
-// LIST:      store   b7 -> y[1, 0, 0, 0] port 0
+// LIST:      compute conv2d b6 <- b4[0, 0, 0, 0] 1x4x8x5, b5 {out = 4
+// LIST-NEXT: store   b6 -> y[1, 0, 0, 0] port 0
 // LIST-NEXT: barrier 2 tiles 0, 1  # conv2d..y:state2
 // LIST-NEXT: # tile 1 (row 0, col 1): 24 instructions
 // LIST-NEXT: alloc   b0 1x3x8x5 f32 120B @-1
@@ -74,6 +77,7 @@ builtin.module @pair attributes {crane.machine = @pair2} {
 // IR:        tile.send %{{.*}} {peer = 1, tag = 1} : (buffer<4x3x3x3xf32, sram>) -> ()
 // IR:        tile.barrier {id = 0, tiles = array<i64: 0, 1>, label = "conv2d..y:state0"} : () -> ()
 // IR:        tile.send %{{.*}} {peer = 1, tag = 3, offsets = array<i64: 0, 0, 0, 3>, shape = array<i64: 1, 4, 8, 5>} : (buffer<1x4x8x8xf32, sram>) -> ()
+// IR:        tile.compute %{{.*}}, %{{.*}}, %{{.*}} {op = "conv2d", {{.*}}in_windows = [array<i64: 0, 0, 0, 0, 1, 4, 8, 5>, array<i64>]} : (buffer<1x4x8x4xf32, sram>, buffer<1x4x8x8xf32, sram>, buffer<4x4x3x3xf32, sram>) -> ()
 // IR:      }) {tile = 0, row = 0, col = 0} : () -> ()
 // IR-NEXT: tile.program ({
 // IR:        tile.recv %{{.*}} {peer = 0, tag = 2, offsets = array<i64: 0, 0, 0, 0>, shape = array<i64: 1, 4, 8, 4>} : (buffer<1x4x8x8xf32, sram>) -> ()
