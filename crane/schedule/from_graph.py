@@ -20,12 +20,14 @@ One ``LayerWork`` per compute op, per sample, at the machine's element width:
   earliest layer reading its result (as codegen runs it): that layer reads the ids from
   outside and loads the table as weights;
 * a loss merges into the layer making its input, as codegen runs it (a loss left without
-  one is left out); the ops of a training step (gradients, accumulations, optimizer state
-  and updates) are left out: the workload of a trained function is its forward pass, plus
-  the updates' vector work and state (``Workload.optimizer_vector_ops`` and
-  ``optimizer_state_bytes``). A GEMM layer with ops
-  merged after it ``refreshes``: its backward from a saved output runs its forward work
-  again (``LayerWork.refreshes``), as codegen's training ops do.
+  one is left out); the workload of a trained function is its forward pass, plus the
+  updates' vector work and state (``Workload.optimizer_vector_ops`` and
+  ``optimizer_state_bytes``). In a training step, each gradient op's work
+  (``grad_work``) is its forward op's layer's backward work, with the accumulation of the
+  gradient it reads; a layer no gradient op differentiates has none. A function without
+  gradient ops gets the usual rule (``LayerWork.make``). A GEMM layer with ops merged after
+  it ``refreshes``: its backward from a saved output runs its forward work again
+  (``LayerWork.refreshes``), as codegen's training ops do.
 
 Which of these a kind is, it declares beside its definition (``LayerKind.work``,
 :class:`crane.dialects.layers.definition.Work`); the layer label is the ``Work`` value.
@@ -36,7 +38,7 @@ frontend computes in; the machine stores ``data_bytes`` per element).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from crane.cost.workload import Dims, LayerWork, Workload
 from crane.dialects.graph import LayerOp, WeightOp
@@ -49,6 +51,7 @@ from crane.dialects.graph_grad import (
     UpdateOp,
     is_training_step,
 )
+from crane.dialects.layers.costs import BATCH_STATISTICS_GRAD_FLOPS
 from crane.dialects.layers.definition import Work
 from crane.dialects.layers.values import numel
 from crane.ir.attributes import StringAttr
@@ -64,12 +67,6 @@ cannot merge into the layer making its input)."""
 TRAINING_OPS = (GradOp, FillOp, AccumulateOp, OptimizerStateOp, UpdateOp)
 """Ops ``autodiff`` adds: the workload is the forward pass (``crane.schedule.training``
 derives the backward blocks from it)."""
-
-BATCH_STATISTICS_OPS = 5
-"""Vector operations per element of a batchnorm over the batch's own statistics, as the
-program runs it: a sum, the squared deviations (a subtraction and a multiply-add), then
-the normalisation (a multiply-add with the scale and shift): codegen's ``batchnorm_sum``,
-``batchnorm_sqdev`` and ``batchnorm_apply`` (``crane.exec.tile_sim.timing_work``)."""
 
 Flow = dict[str | None, int]
 """Producer layer (None: DRAM, outside the network) -> bytes per sample read from it."""
@@ -95,24 +92,49 @@ class _Layer:
     """One of its ops needs every sample at once (``LayerOp.needs_whole_batch``)."""
     joined_input_bytes: int = 0
     """Input bytes per sample that are a concatenation (``LayerWork.joined_input_bytes``)."""
+    backward_macs: int = 0
+    backward_vector_ops: int = 0
+    """Per sample, of the gradient ops differentiating its ops (a training step only)."""
 
-    def freeze(self) -> LayerWork:
+    def freeze(self, step: bool) -> LayerWork:
+        """The layer; ``step``: the function is a training step, whose gradient ops give
+        the backward work (else the usual rule does)."""
         named = tuple((p, b) for p, b in self.inputs.items() if p is not None)
-        return LayerWork.make(
+        layer = LayerWork.make(
             self.name, self.kind, macs=self.macs, vector_ops=self.vector_ops,
             weight_bytes=self.weight_bytes, output_bytes=self.output_bytes, dims=self.dims,
             inputs=named, external_input_bytes=self.inputs.get(None, 0),
             refreshes=self.gemm and self.merged, whole_batch=self.whole_batch,
             joined_input_bytes=self.joined_input_bytes)
+        if not step:
+            return layer
+        return replace(layer, backward_macs=self.backward_macs,
+                       backward_vector_ops=self.backward_vector_ops)
 
 
 def layer_flops(op: LayerOp) -> int:
-    """The op's FLOPs as the program runs it: the accounting's, except a batchnorm over the
-    batch's statistics (``BATCH_STATISTICS_OPS`` per element)."""
-    flops = op.accounting()["flops"]
-    if op.normalises_by_batch:
-        return BATCH_STATISTICS_OPS * numel(_shape(op.results[0]))
-    return flops
+    """The op's FLOPs as the program runs it (its accounting)."""
+    return op.accounting()["flops"]
+
+
+def grad_work(op: GradOp) -> tuple[int, int]:
+    """(MACs, vector operations) of a gradient op as the program runs it, as the timing
+    simulator counts them (``crane.exec.tile_sim.timing_work``): the accounting's MACs, one
+    vector operation per gradient element and, for an input gradient, the forward op's
+    vector work (activation derivatives); a batchnorm over the batch's statistics
+    ``BATCH_STATISTICS_GRAD_FLOPS`` per element, all in its input gradient."""
+    if op.kind.has_batch_statistics and not op.layer_attrs.get("running"):
+        elements = numel(_shape(op.grad_output)) if op.role == "input" else 0
+        return 0, BATCH_STATISTICS_GRAD_FLOPS * elements
+    figures = op.accounting()
+    macs = figures["backward_macs"]
+    vector = figures["backward_flops"] - 2 * macs
+    if op.role != "input":
+        return macs, vector
+    shapes = tuple(_shape(v) for v in op.forward_inputs)
+    out = _shape(op.grad_output) if not op.kind.is_loss else ()
+    forward = op.kind.flops(shapes, out, op.layer_attrs) - 2 * op.forward_macs()
+    return macs, vector + max(0, forward)
 
 
 def trains(func: Operation) -> bool:
@@ -155,9 +177,19 @@ class WorkloadBuilder:
         self.joined: dict[Value, int] = {}
         """Bytes per sample of a value that are a concatenation of several values."""
         self.owner: dict[Value, _Layer] = {}
+        self.by_name: dict[str, _Layer] = {}
         self.names: set[str] = set()
         self.optimizer_ops = 0
         self.optimizer_state_bytes = 0
+        self.differentiated: dict[tuple[str, tuple[Value, ...]], _Layer] = {}
+        """The layer running each forward op, by its kind and operands (what its gradient
+        ops name): the layer it made or merged into, or for a transparent op the layer
+        making its input."""
+        self.unowned: dict[tuple[str, tuple[Value, ...]], Value] = {}
+        """The result of each forward op no layer runs yet, by its kind and operands."""
+        self.accumulated: dict[Value, int] = {}
+        """Vector operations of the accumulation making a gradient, charged to the layer
+        whose gradient op reads it."""
 
     def sample_bytes(self, value: Value) -> int:
         return numel(_shape(value)) // self.batch * self.elem_bytes
@@ -188,10 +220,15 @@ class WorkloadBuilder:
 
     def add(self, layer: _Layer, result: Value) -> None:
         self.layers.append(layer)
+        self.by_name[layer.name] = layer
         self.owner[result] = layer
         self.flows[result] = {layer.name: layer.output_bytes}
 
     def visit(self, op: Operation) -> None:
+        if isinstance(op, GradOp):
+            self.backward(op)
+        if isinstance(op, AccumulateOp):
+            self.accumulated[op.results[0]] = op.accounting()["backward_flops"]
         if isinstance(op, UpdateOp):
             self.optimizer_ops += op.accounting()["optimizer_flops"]
         if isinstance(op, OptimizerStateOp):
@@ -206,6 +243,31 @@ class WorkloadBuilder:
                 raise ValueError(f"'{op.name}' is not an inference graph op")
             return
         self.visit_layer(op)
+        layer = self.owner.get(op.results[0]) if op.results else None
+        source = self.flows.get(op.inputs[0], {}) if op.inputs else {}
+        if layer is None and len(source) == 1:
+            layer = self.by_name.get(next(iter(source)) or "")
+        key = (op.kind.name, tuple(op.operands))
+        if layer is not None:
+            self.differentiated[key] = layer
+        elif op.results:  # a gather: its readers' layer runs it
+            self.unowned[key] = op.results[0]
+
+    def backward(self, op: GradOp) -> None:
+        """Charge a gradient op's work to the layer running its forward op (a gather's: the
+        layer of its earliest reader, which runs it)."""
+        key = (op.kind.name, op.forward_operands)
+        layer = self.differentiated.get(key)
+        made = self.unowned.get(key)
+        if layer is None and made is not None:
+            readers = (self.differentiated.get((u.kind.name, tuple(u.operands)))
+                       for u in made.users() if isinstance(u, LayerOp))
+            layer = next((found for found in readers if found is not None), None)
+        if layer is None:
+            return
+        macs, vector = grad_work(op)
+        layer.backward_macs += self.per_sample(macs)
+        layer.backward_vector_ops += self.per_sample(vector + self.accumulated.pop(op.grad_output, 0))
 
     def visit_layer(self, op: LayerOp) -> None:
         work = op.kind.work
@@ -312,5 +374,6 @@ def workload_of(func: Operation, elem_bytes: int = 1) -> Workload:
         builder.visit(op)
     name = func.attributes.get("sym_name")
     label = name.value if isinstance(name, StringAttr) else "network"
-    return Workload.of(label, [layer.freeze() for layer in builder.layers], elem_bytes,
+    step = is_training_step(func)
+    return Workload.of(label, [layer.freeze(step) for layer in builder.layers], elem_bytes,
                        builder.optimizer_ops, builder.optimizer_state_bytes)

@@ -55,3 +55,26 @@ def per_input(element_flops: int) -> CostRule:
         return element_flops * numel(ins[0])
 
     return flops
+
+
+BATCH_STATISTICS_FLOPS = 5
+"""Operations per element of a batchnorm over the batch's own statistics, as a tile runs
+it: a sum, the squared deviations (a subtraction and a multiply-add), then the
+normalisation (a multiply-add with the scale and shift)."""
+
+BATCH_STATISTICS_GRAD_FLOPS = 10
+"""Operations per element of its input gradient, after the forward pass's moments: the
+sums of the output gradient and of its product with the normalised input (normalising, a
+multiply-add and an add), then the input gradient (normalising and multiply-adds); the
+scale and shift gradients are those sums."""
+
+
+def normalising(running_flops: int) -> CostRule:
+    """FLOPs of a batchnorm: ``running_flops`` per output element with the running
+    statistics (a scale and a shift), ``BATCH_STATISTICS_FLOPS`` with the batch's own."""
+
+    def flops(ins: tuple[Shape, ...], out: Shape, attrs: Attrs) -> int:
+        per = running_flops if attrs.get("running") else BATCH_STATISTICS_FLOPS
+        return per * numel(out)
+
+    return flops

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from crane.dialects.layers.costs import per_output, zero
+from crane.dialects.layers.costs import normalising, per_output, zero
 from crane.dialects.layers.definition import (
     INFERENCE,
     LayerKind,
@@ -70,7 +70,7 @@ KINDS = (
                   "does; false: with the batch's own statistics, as training does (default: "
                   "true in a network without a train section)"),
         ),
-        batchnorm, batchnorm_weights, zero, per_output(2),
+        batchnorm, batchnorm_weights, zero, normalising(2),
         lowering=Lowering.CHANNEL_NORM,
         tiling=Tiling.ends_chain("batch statistics are taken over the whole image"),
         work=Work.VECTOR,

@@ -8,7 +8,9 @@ tile-level buffer shapes:
   (bias adds, activations, pools, norms), as ``crane.schedule.from_graph`` counts them;
 * ``K_grad_input`` / ``K_grad_weight``: the forward MACs of ``K`` at the shapes involved
   (dX and dW each cost about one forward pass), plus one vector operation per gradient
-  element and, for ``_grad_input``, the forward vector work (activation derivatives);
+  element and, for ``_grad_input``, the forward vector work (activation derivatives); the
+  input gradient of a batchnorm over the batch's statistics
+  ``BATCH_STATISTICS_GRAD_FLOPS`` per element (its sums included);
 * ``sgd`` / ``momentum`` / ``adam``: the update's FLOPs per weight element;
 * ``accumulate``: one add per element per extra input; ``fill``: one store per element;
 * the steps of batchnorm over parts of the batch: ``BATCHNORM_PART_OPS`` per element;
@@ -27,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from crane.dialects.graph_grad import UPDATE_OPS
+from crane.dialects.layers.costs import BATCH_STATISTICS_GRAD_FLOPS
 from crane.dialects.layers.kinds import LAYER_KINDS
 from crane.dialects.layers.values import AttrValue
 from crane.dialects.tile import compute_kind
@@ -97,6 +100,8 @@ def compute_work(op: str, outputs: Sequence[Shape], inputs: Sequence[Shape],
     if family == "forward":
         macs, vector = _forward(base, inputs, outputs[0] if outputs else (), attrs)
         return Work(macs, vector)
+    if family == "grad_input" and LAYER_KINDS[base].has_batch_statistics and not attrs.get("running"):
+        return Work(0, BATCH_STATISTICS_GRAD_FLOPS * numel(inputs[0]) if inputs else 0)
     if family in ("grad_input", "grad_weight"):
         grad_out, forward_operands = (inputs[0], inputs[1:]) if inputs else ((), ())
         macs, vector = _forward(base, forward_operands, grad_out, attrs) \

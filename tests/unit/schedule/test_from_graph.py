@@ -9,7 +9,7 @@ import pytest
 
 from crane.dialects import default_context
 from crane.dialects.graph_batch import graph_batch
-from crane.dialects.graph_grad import UpdateOp
+from crane.dialects.graph_grad import AccumulateOp, GradOp, UpdateOp
 from crane.dialects.layers.values import numel
 from crane.hardware.machine import Machine
 from crane.ir.core import Operation
@@ -18,7 +18,7 @@ from crane.passes.autodiff import Autodiff
 from crane.passes.context import PassContext
 from crane.passes.generic.op_stats import collect_op_stats
 from crane.schedule.block import Block, gradient_block
-from crane.schedule.from_graph import workload_of
+from crane.schedule.from_graph import grad_work, workload_of
 from crane.schedule.training import optimizer_step
 from crane.tools.inputs import translate
 
@@ -134,6 +134,33 @@ def test_a_training_step_counts_its_loss_and_its_optimizer_updates(name: str) ->
     # The loss runs with the layer making the logits (codegen's ownership of it).
     last, before = trained.layers[-1], inference.layers[-1]
     assert last.vector_ops > before.vector_ops and last.refreshes
+
+
+@pytest.mark.parametrize("name", ["tiny_resnet", "tiny_transformer"])
+def test_a_training_step_takes_each_layers_backward_work_from_its_gradient_ops(name: str) -> None:
+    """Every gradient op is charged to the layer running its forward op, at what the
+    program runs: the whole step's backward MACs are the gradient ops' MACs, and its
+    vector work their vector work (accumulations of fanned-out gradients included)."""
+    func = _trained(name)
+    step = workload_of(func)
+    batch = graph_batch(func)
+    macs = vector = 0
+    for op in func.walk():
+        if isinstance(op, GradOp):
+            m, v = grad_work(op)
+            macs, vector = macs + m // batch, vector + v // batch
+        elif isinstance(op, AccumulateOp):
+            vector += op.accounting()["backward_flops"] // batch
+    assert sum(layer.backward_macs for layer in step.layers) == macs > 0
+    assert sum(layer.backward_vector_ops for layer in step.layers) == vector > 0
+
+
+def test_a_layer_whose_input_needs_no_gradient_computes_only_its_weight_gradient() -> None:
+    """The stem's convolution reads the image, which needs no gradient: its backward is
+    dW alone, one forward pass of MACs, not the dX + dW the usual rule assumes."""
+    stem = workload_of(_trained("tiny_resnet")).layers[0]
+    assert stem.kind == "conv" and stem.backward_macs == stem.macs
+    assert workload_of(_func("tiny_resnet")).layers[0].backward_macs == 2 * stem.macs
 
 
 @pytest.mark.parametrize(("name", "copies"), [("tiny_resnet", 1), ("tiny_transformer", 2)])

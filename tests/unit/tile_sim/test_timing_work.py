@@ -43,3 +43,23 @@ def test_cycles_overlap_the_array_and_the_vector_unit() -> None:
     assert Work(1024, 640).cycles(edge) == pytest.approx(10.0)
     assert Work(0, 0).cycles(edge) == 0.0
     assert Work(1000, 10).energy_pj(edge) == pytest.approx(1000 * edge.mac_pj + 10 * edge.vector_op_pj)
+
+
+def test_a_batchnorm_over_the_batch_costs_the_same_whole_or_in_parts() -> None:
+    """A batchnorm over the batch's own statistics does its sums, deviations and
+    normalisation whether one op runs it or its parts over boxes of the batch do; with the
+    running statistics it is a scale and a shift."""
+    from crane.dialects.layers.costs import BATCH_STATISTICS_FLOPS, BATCH_STATISTICS_GRAD_FLOPS
+    from crane.exec.tile_sim.timing_work import BATCHNORM_PART_OPS
+
+    x, c = (2, 4, 8, 8), (4,)
+    elements = 2 * 4 * 8 * 8
+    batch = compute_work("batchnorm", [x], [x, c, c], {"eps": 1e-5, "running": False})
+    running = compute_work("batchnorm", [x], [x, c, c, c, c], {"eps": 1e-5, "running": True})
+    assert batch == Work(0, BATCH_STATISTICS_FLOPS * elements) and running == Work(0, 2 * elements)
+    parts = BATCHNORM_PART_OPS
+    assert parts["batchnorm_sum"] + parts["batchnorm_sqdev"] + parts["batchnorm_apply"] \
+        == BATCH_STATISTICS_FLOPS
+    assert parts["batchnorm_grad_sums"] + parts["batchnorm_grad_apply"] == BATCH_STATISTICS_GRAD_FLOPS
+    grad = compute_work("batchnorm_grad_input", [x], [x, x, c, c], {"running": False, "wrt": (0,)})
+    assert grad == Work(0, BATCH_STATISTICS_GRAD_FLOPS * elements)
