@@ -71,6 +71,13 @@ class WorkCost:
     """How many times each tile reads its input: once per weight slice (``input_passes``),
     its halos counted (``halo_factor`` across tiles, ``step_halo_factor`` across a tile's
     steps)."""
+    flushed_gradient: Traffic = Traffic()
+    """Backward only: the weight gradient stored to DRAM and read back by the update, once
+    per state, beside the compute (``flushes_gradient``)."""
+    reread_input: Traffic = Traffic()
+    """Backward only, every sub-batch: a tile running its part in steps reads its saved
+    input once for each op of the layer's backward (the ops step their boxes differently,
+    so one cannot take another's), once more than the model's one read."""
 
     @property
     def per_subbatch_traffic(self) -> Traffic:
@@ -119,13 +126,23 @@ def layer_cost(layer: LayerWork, batch: int, region: TileRun, machine: Machine,
     # Each distinct weight slice comes from DRAM once and is forwarded to the other tiles
     # reading it, along a tree of neighbouring tiles.
     weight_load = Traffic.dram_read(layer.weight_bytes, hops) + core.forwarded_weights
+    flushed = Traffic()
+    if backward and flushes_gradient(layer, core.partition, machine):
+        # Stored as it is made (partial sums added in DRAM), read back by the update.
+        partials = layer.weight_bytes * max(1, core.partition.weight_copies)
+        flushed = Traffic.dram_write(partials, hops) + Traffic(dram_bytes=partials - layer.weight_bytes) \
+            + Traffic.dram_read(layer.weight_bytes, hops)
+    reread = Traffic()
+    if backward and core.streamed:
+        # The gradient ops read the saved input again, in boxes of their own steps.
+        reread = Traffic.dram_read(layer.input_bytes * batch, hops)
     operands, energy = core.operand_traffic, core.energy_pj
     if core.reduced_bytes:  # the partials cross the region between its tiles
         apart = mean_hops(mesh, region, region)
         sums = Traffic.on_chip(core.reduced_bytes, apart, apart / max(1, region.count))
         operands, energy = operands + sums, energy + traffic_energy(sums, machine)
     return WorkCost(core.cycles, energy, operands, core.partition, core.weights_resident,
-                    weight_load, core.input_reads)
+                    weight_load, core.input_reads, flushed, reread)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +160,8 @@ class _RegionFreeCost:
     reduced_bytes: int = 0
     """Backward only: partial weight-gradient bytes added over the NoC (``reduced_gradient_bytes``)."""
     input_reads: float = 1.0
+    streamed: bool = False
+    """A tile runs its part in steps (``stream_steps``)."""
 
 
 @lru_cache(maxsize=200_000)
@@ -190,7 +209,7 @@ def _region_free_cost(layer: LayerWork, batch: int, tiles: int, machine: Machine
         * halo_factor(layer.dims, part) * step_halo_factor(layer, batch, part, machine.sram_bytes)
     return _RegionFreeCost(cycles, energy, operands, part,
                            weights_fit(layer.weight_bytes, part, machine), forwarded, reduced,
-                           reads)
+                           reads, steps > 1)
 
 
 def joined_bytes(layer: LayerWork, batch: int, part: Partition) -> float:
@@ -250,6 +269,13 @@ def input_passes(layer: LayerWork, part: Partition, sram_bytes: int) -> int:
     while slices < channels and -(-channels // slices) * per_channel > budget:
         slices += 1
     return min(slices, channels)
+
+
+def flushes_gradient(layer: LayerWork, part: Partition, machine: Machine) -> bool:
+    """Whether a tile's box of the weight gradient is bigger than the ``HELD_SHARE`` of SRAM
+    a result may hold: codegen then stores it to DRAM as it is made, and the update reads it
+    back (``crane.codegen.emit_training``)."""
+    return layer.weight_bytes / max(1, part.kk) > HELD_SHARE * machine.sram_bytes
 
 
 def reduced_gradient_bytes(layer: LayerWork, part: Partition) -> int:

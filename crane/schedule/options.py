@@ -18,7 +18,7 @@ import heapq
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from crane.cost.layer import layer_cost, min_tiles, step_cycles, weight_spread_cycles
+from crane.cost.layer import input_passes, layer_cost, min_tiles, step_cycles, weight_spread_cycles
 from crane.cost.placement import Mesh, TileRun, dram_hops, link_share, mean_hops, split_regions
 from crane.cost.traffic import Traffic, dram_cycles, link_cycles, noc_time, traffic_energy
 from crane.cost.workload import LayerWork
@@ -53,10 +53,12 @@ class StateOption:
     """(src, dst, mean hops, busiest-link share) of the block's edges whose two ends are
     both active."""
     lead: float = 0.0
-    """Cycles before the state's first compute can start: its resident weights and the
-    first step's inputs from outside the block arrive first (see ``state_fill``)."""
+    """Cycles the state's compute cannot hide: its resident weights and the first step's
+    inputs from outside the block arrive before the first compute starts, and the last
+    step's results leave for DRAM after the last ends."""
     tail: float = 0.0
-    """Cycles of one step's compute: transfers cannot hide the last step's (nor the first's)."""
+    """Cycles of one step's compute that follow its last transfer (the compute of its last
+    weight slice when the weights come in slices): transfers cannot hide them."""
     sram_share: tuple[float, ...] = ()
     """Per active column: busiest-link share of data spread over the chip's SRAM reaching it."""
     reads: tuple[float, ...] = ()
@@ -90,12 +92,14 @@ class StateView:
     in_from_sram: bool
     dram_in: tuple[int, ...] = ()
     """Of ``external_in``, the bytes read from DRAM even so (``Block.dram_in``)."""
+    stored: int = 0
+    """Bytes per sample the active columns write to DRAM for consumers outside the block."""
     _hash: int = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         # Views key the option cache once per sub-batch size: hash them once.
         object.__setattr__(self, "_hash", hash((self.layers, self.edges, self.external_in,
-                                                self.in_from_sram, self.dram_in)))
+                                                self.in_from_sram, self.dram_in, self.stored)))
 
     def __hash__(self) -> int:
         return self._hash
@@ -113,11 +117,13 @@ def _view_of(block: Block, state: int) -> StateView:
     external_in = block.external_in[first:last + 1]
     # Active columns are contiguous and edges run forward: an edge lies in the state
     # when it starts at or after the first column and ends at or before the last.
+    leaving = block.dram_out if block.out_to_sram else block.external_out
     return StateView(block.layers[first:last + 1],
                      tuple((e.src - first, e.dst - first) for e in block.edges
                            if first <= e.src and e.dst <= last),
                      external_in, block.in_from_sram and any(external_in),
-                     block.dram_in[first:last + 1] if block.dram_in else ())
+                     block.dram_in[first:last + 1] if block.dram_in else (),
+                     sum(leaving[first:last + 1]))
 
 
 def _cycles(layer: LayerWork, batch: int, tiles: int, machine: Machine,
@@ -219,22 +225,31 @@ class _SplitCost:
     port: tuple[float, ...]
     sram_share: tuple[float, ...]
     reads: tuple[float, ...]
+    last: float
+    """Cycles of the compute that follows a step's last transfer (``StateOption.tail``)."""
 
 
 @lru_cache(maxsize=400_000)
 def _split_cost(layers: tuple[LayerWork, ...], counts: tuple[int, ...], batch: int,
                 machine: Machine, backward: bool) -> _SplitCost:
     regions = split_regions(0, counts)
-    cycles, energy = 0.0, 0.0
-    step, load = Traffic(), Traffic()
+    cycles, energy, last = 0.0, 0.0, 0.0
+    step, load, flushed = Traffic(), Traffic(), Traffic()
     spread = 0.0
     reads = []
     for layer, region in zip(layers, regions, strict=True):
         cost = layer_cost(layer, batch, region, machine, backward)
         reads.append(cost.input_reads)
         cycles = max(cycles, cost.cycles)
+        # A part whose weights come in slices computes each slice as it arrives: only the
+        # last slice's compute follows the transfers.
+        slices = 1 if backward else input_passes(layer, cost.partition, machine.sram_bytes)
+        last = max(last, cost.cycles / slices)
         energy += cost.energy_pj
         spread = max(spread, weight_spread_cycles(layer, cost.partition, machine))
+        flushed = flushed + cost.flushed_gradient
+        step = step + cost.reread_input
+        energy += traffic_energy(cost.reread_input, machine)
         # Copies a split forwards between its tiles (priced in energy_pj) take NoC time.
         step = step + Traffic(noc_byte_hops=cost.operand_traffic.noc_byte_hops,
                               noc_link_bytes=cost.operand_traffic.noc_link_bytes)
@@ -247,10 +262,11 @@ def _split_cost(layers: tuple[LayerWork, ...], counts: tuple[int, ...], batch: i
     mesh = Mesh.of(machine)
     chip = TileRun(0, mesh.tiles)
     weights = max(_transfer_cycles(load, machine), spread if load.dram_bytes else 0.0)
-    return _SplitCost(regions, cycles, energy, step, load, weights,
+    # A flushed gradient moves beside the compute: in the state's traffic, not its lead.
+    return _SplitCost(regions, cycles, energy, step, load + flushed, weights,
                       tuple(mean_hops(mesh, chip, r) for r in regions),
                       tuple(dram_hops(mesh, r) for r in regions),
-                      tuple(link_share(mesh, chip, r) for r in regions), tuple(reads))
+                      tuple(link_share(mesh, chip, r) for r in regions), tuple(reads), last)
 
 
 def _option(view: StateView, split: str, counts: tuple[int, ...], batch: int,
@@ -260,11 +276,13 @@ def _option(view: StateView, split: str, counts: tuple[int, ...], batch: int,
     mesh = Mesh.of(machine)
     edges = tuple((src, dst, mean_hops(mesh, regions[src], regions[dst]),
                    link_share(mesh, regions[src], regions[dst])) for src, dst in view.edges)
-    lead = core.weights + max(
+    # The last step's results leave for DRAM after its compute: nothing hides their store.
+    drain = dram_cycles(view.stored * batch, machine)
+    lead = core.weights + drain + max(
         (_input_cycles(view, k, batch, r, machine) for k, r in enumerate(regions)),
         default=0.0)
     return StateOption(split, tuple(range(len(regions))), regions, core.cycles, core.energy_pj, core.traffic,
-                       core.weight_load, core.sram, core.port, edges, lead, core.cycles,
+                       core.weight_load, core.sram, core.port, edges, lead, core.last,
                        core.sram_share, core.reads)
 
 

@@ -253,3 +253,45 @@ def test_a_state_waits_for_its_weights_and_cannot_hide_its_last_step() -> None:
     for steps in (1, 4):
         cost = state_cost(Plan(block, 1, steps, ((steps,),), (False,)), 0, EDGE)
         assert cost.latency_cycles >= steps * option.cycles + option.lead - 1e-9
+
+
+def test_a_state_storing_its_results_cannot_hide_the_last_store() -> None:
+    """The last step's results leave for DRAM after its compute: a block writing its
+    output to DRAM waits for that store, one keeping it in SRAM does not."""
+    from crane.schedule.block import Block
+    from crane.schedule.options import state_options
+
+    stored = Block.of(chain(1), 0, 1)
+    kept = Block.of(chain(1), 0, 1, out_to_sram=True)
+    drain = dram_cycles(stored.external_out[0] * 4, EDGE)
+    assert drain > 0
+    lead_stored = state_options(stored, 0, 4, EDGE)[0].lead
+    assert lead_stored == state_options(kept, 0, 4, EDGE)[0].lead + drain
+
+
+def test_a_weight_gradient_too_big_to_hold_goes_to_dram_and_back() -> None:
+    """A tile's box of a weight gradient bigger than ``HELD_SHARE`` of SRAM is stored as it
+    is made and read back by the update (codegen's flush): twice its bytes through DRAM,
+    beside the compute, once per state."""
+    from crane.cost.layer import HELD_SHARE, flushes_gradient
+
+    fc = resnet50().layer("fc")
+    small = EDGE.with_changes(sram_bytes=fc.weight_bytes)
+    back = layer_cost(fc, 1, TileRun(0, 1), small, backward=True)
+    assert flushes_gradient(fc, back.partition, small) and fc.weight_bytes > HELD_SHARE * small.sram_bytes
+    assert back.flushed_gradient.dram_bytes == 2 * fc.weight_bytes
+    assert layer_cost(fc, 1, TileRun(0, 1), small).flushed_gradient == Traffic()
+    roomy = layer_cost(fc, 1, TileRun(0, 1), EDGE.with_changes(sram_bytes=8 * fc.weight_bytes),
+                       backward=True)
+    assert roomy.flushed_gradient == Traffic()
+
+
+def test_backward_in_steps_reads_its_saved_input_again() -> None:
+    """A tile running a layer's backward in steps reads the saved input once more (its
+    gradient ops step their boxes differently); one step reads it once."""
+    layer = resnet50().layers[0]
+    streamed = layer_cost(layer, 8, TileRun(0, 1), EDGE, backward=True)
+    assert streamed.reread_input.dram_bytes == layer.input_bytes * 8
+    assert layer_cost(layer, 8, TileRun(0, 1), EDGE).reread_input == Traffic()
+    roomy = EDGE.with_changes(sram_bytes=1 << 34)
+    assert layer_cost(layer, 1, TileRun(0, 1), roomy, backward=True).reread_input == Traffic()

@@ -22,6 +22,7 @@ from crane.cost.layer import (
     REPLICA_HOPS,
     WorkCost,
     _compute_cycles,
+    flushes_gradient,
     halo_factor,
     input_passes,
     input_readers,
@@ -115,10 +116,17 @@ def layer_cost(layer: LayerWork, batch: int, region: TileRun, machine: Machine,
         apart = mean_hops(Mesh.of(machine), region, region)
         sums = Traffic.on_chip(reduced, apart, apart / max(1, region.count))
         operands, energy = operands + sums, energy + traffic_energy(sums, machine)
+    flushed = Traffic()
+    if backward and flushes_gradient(layer, part, machine):
+        partials = layer.weight_bytes * max(1, part.weight_copies)
+        flushed = Traffic.dram_write(partials, hops) + Traffic(dram_bytes=partials - layer.weight_bytes) \
+            + Traffic.dram_read(layer.weight_bytes, hops)
+    reread = Traffic.dram_read(layer.input_bytes * batch, hops) if backward and steps > 1 else Traffic()
     return WorkCost(cycles, energy, operands, part,
                     weights_fit(layer.weight_bytes, part, machine), weight_load,
                     1.0 if backward else
-                    input_passes(layer, part, machine.sram_bytes) * halo_factor(layer.dims, part))
+                    input_passes(layer, part, machine.sram_bytes) * halo_factor(layer.dims, part),
+                    flushed, reread)
 
 
 def balanced_split(block: Block, columns: tuple[int, ...], batch: int, tiles: int,
@@ -171,14 +179,19 @@ def _option(block: Block, split: str, columns: tuple[int, ...], counts: tuple[in
             batch: int, machine: Machine, backward: bool) -> StateOption:
     regions = split_regions(0, counts)
     cycles, energy = 0.0, 0.0
-    step, load = Traffic(), Traffic()
-    spread = 0.0
+    step, load, flushed = Traffic(), Traffic(), Traffic()
+    spread = last = 0.0
     reads = []
     for column, region in zip(columns, regions, strict=True):
         cost = layer_cost(block.layers[column], batch, region, machine, backward)
+        slices = 1 if backward else input_passes(block.layers[column], cost.partition, machine.sram_bytes)
+        last = max(last, cost.cycles / slices)
+        flushed = flushed + cost.flushed_gradient
         reads.append(cost.input_reads)
         cycles = max(cycles, cost.cycles)
         energy += cost.energy_pj
+        step = step + cost.reread_input
+        energy += traffic_energy(cost.reread_input, machine)
         spread = max(spread, weight_spread_cycles(block.layers[column], cost.partition, machine))
         # Copies a split forwards between its tiles (priced in energy_pj) take NoC time.
         step = step + Traffic(noc_byte_hops=cost.operand_traffic.noc_byte_hops,
@@ -196,12 +209,14 @@ def _option(block: Block, split: str, columns: tuple[int, ...], counts: tuple[in
                    link_share(mesh, at[e.src], at[e.dst])) for e in block.edges
                   if e.src in at and e.dst in at)
     weights = max(_transfer_cycles(load, machine), spread if load.dram_bytes else 0.0)
-    lead = weights + max(
+    leaving = block.dram_out if block.out_to_sram else block.external_out
+    drain = dram_cycles(sum(leaving[c] for c in columns if leaving) * batch, machine)
+    lead = weights + drain + max(
         (_input_cycles(block, c, batch, r, machine) for c, r in zip(columns, regions, strict=True)),
         default=0.0)
-    return StateOption(split, columns, regions, cycles, energy, step, load,
+    return StateOption(split, columns, regions, cycles, energy, step, load + flushed,
                        tuple(mean_hops(mesh, chip, r) for r in regions),
-                       tuple(dram_hops(mesh, r) for r in regions), edges, lead, cycles,
+                       tuple(dram_hops(mesh, r) for r in regions), edges, lead, last,
                        tuple(link_share(mesh, chip, r) for r in regions), tuple(reads))
 
 
