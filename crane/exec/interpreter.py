@@ -187,7 +187,8 @@ def run_function(func: Operation, inputs: Mapping[str, Array] | None = None, *,
     ``"f64"`` or a numpy float type; ``training`` defaults to whether ``func`` is a
     training step. ``pinned`` maps names of forward layer results to the values to use
     instead of computing them (a backward pass given another computation's forward
-    activations); ``trace``, when given, receives every named value computed (the first
+    activations; a pinned clamp such as relu takes its gradient's mask from the pinned
+    values, ``_reconcile``); ``trace``, when given, receives every named value computed (the first
     of each name), or only those named in ``trace_only``. Other values are freed after
     their last reader. Raises :class:`InterpreterError` with the failing op.
     """
@@ -212,6 +213,8 @@ def run_function(func: Operation, inputs: Mapping[str, Array] | None = None, *,
         if isinstance(op, ReturnOp):
             return dict(zip(_output_names(op.operands), (machine.get(v) for v in op.operands), strict=True))
         results = _pin(op, pinned) if pinned else None
+        if results:
+            _reconcile(op, machine.env, results[0])
         machine.env.update(zip(op.results, results or _run_located(machine, op), strict=True))
         if trace is not None:
             _trace(trace, trace_only, op.results, machine)
@@ -271,6 +274,26 @@ def _pin(op: Operation, pinned: Mapping[str, Array]) -> list[Array] | None:
     if any(a is None or a.shape != _tensor(v).shape for a, v in zip(found, op.results, strict=True)):
         return None
     return [a for a in found if a is not None]
+
+
+CLAMPS: Mapping[str, tuple[float, float]] = {"relu": (0.0, np.inf), "relu6": (0.0, 6.0)}
+"""Activations whose gradient is a mask of where their input lies between two bounds."""
+
+
+def _reconcile(op: Operation, env: dict[Value, Array], pinned: Array) -> None:
+    """Given a pinned result of a clamping activation, move its input (computed afresh)
+    onto the pinned pass's side of each bound, so the gradient's mask is the pinned
+    pass's: where they disagree, the two passes differ by rounding only."""
+    bounds = CLAMPS.get(op.kind.name) if isinstance(op, LayerOp) else None
+    x = op.operands[0] if op.operands else None
+    if bounds is None or x not in env:
+        return
+    low, high = bounds
+    old = env[x]
+    if old.shape != pinned.shape:
+        return
+    kept = np.where(pinned <= low, np.minimum(old, low), np.maximum(old, high))
+    env[x] = np.where((pinned > low) & (pinned < high), pinned, kept).astype(old.dtype)
 
 
 def _bind(machine: _Machine, arg: BlockArgument, given: dict[str, Array]) -> None:

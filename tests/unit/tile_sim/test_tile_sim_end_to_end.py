@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 from tile_sim_testing import ROOT, crn_func
 
 from crane.autodiff import expand_training_step, resolve_training
@@ -88,3 +89,25 @@ def test_gradients_are_judged_given_the_simulated_forward_pass() -> None:
     assert [r.name for r in rows] == ["stem (activation)"] and not rows[0].ok
     assert _activation_rows({name: trace[name]}, {name: trace[name].astype(np.float32)},
                             {name: trace[name]}, 1e-5) == []
+
+
+@pytest.mark.parametrize(("kind", "pinned", "fresh", "expected"), [
+    ("relu", [0.0, 2.0, 0.0, 3.0], [3e-7, 2.0000002, -1.0, -1e-7], [0.0, 2.0, -1.0, 3.0]),
+    ("relu6", [0.0, 6.0, 6.0, 1.5], [1e-7, 5.9999995, 7.0, 1.5000001], [0.0, 6.0, 7.0, 1.5]),
+])
+def test_a_pinned_clamp_takes_its_gradients_mask_from_the_pinned_pass(
+        kind: str, pinned: list[float], fresh: list[float], expected: list[float]) -> None:
+    """Judged given the simulator's forward pass, a relu whose simulated output is 0 where
+    the float64 input recomputed afresh is just above 0 (rounding on the threshold) must
+    mask the gradient as the simulator did: the input moves onto the pinned side of each
+    bound, and equals the output between them."""
+    from crane.dialects.graph import LAYER_OPS
+    from crane.exec.interpreter import _reconcile
+    from crane.ir.types import TensorType, f32
+    from crane.ir.values import Value
+
+    x = Value(TensorType((4,), f32), name_hint="x")
+    op = LAYER_OPS[kind].build([x], [], {}, TensorType((4,), f32))
+    env = {x: np.array(fresh)}
+    _reconcile(op, env, np.array(pinned))
+    np.testing.assert_array_equal(env[x], expected)
