@@ -62,16 +62,14 @@ QUICK = (("tiny_resnet", "edge", "inf8"), ("tiny_resnet", "edge", "train"),
 and ``cloud``, inference and training (a few minutes; the tiny networks' batches are 8
 and 4, so their ``inf1`` cells do not lower)."""
 
-COPIES = ("codegen's tile.copy cuts (a vector op streamed in boxes other than its producer's "
-          "buffer copies its input box out first, one vector op per element; joins of a "
-          "channel split's pieces) that the model does not count")
 NOC = ("codegen's redistribution of activations between the parts of consecutive ops "
        "inside a phase (NoC time on every tile) that the model does not count")
 KNOWN_CAUSES = {
     ("tiny_resnet", "edge", "inf8"): NOC,
-    ("tiny_resnet", "gpu11", "inf8"): COPIES + "; SRAM energy of every merged vector op's pass",
-    ("tiny_resnet", "gpu11", "train"): COPIES + " (46,474 of the tile's 338,545 cycles); the "
-                                                "add and accumulate work of gradients",
+    ("tiny_resnet", "gpu11", "train"): "energy: DRAM bytes 17% over the model's: a refreshed "
+                                       "layer's input, loaded in one set of batch boxes for its "
+                                       "forward op, is loaded again in others for the weight "
+                                       "gradient; SRAM energy of every vector op's own pass",
     ("tiny_transformer", "cloud", "inf8"): NOC + "; on 144 tiles a tiny network's transfers "
                                            "and broadcast trees, not its compute, set the time",
 }
