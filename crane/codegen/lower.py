@@ -38,7 +38,7 @@ from crane.codegen.plan import (
 )
 from crane.codegen.program import TileModule
 from crane.codegen.rules import shape_of, whole_batch
-from crane.cost.layer import HELD_SHARE, STREAM_SHARE, WEIGHT_SLICE_SHARE
+from crane.cost.layer import HELD_SHARE, STREAM_SHARE, TRAINING_STEP_SHARE, WEIGHT_SLICE_SHARE
 from crane.dialects.graph import FuncOp, LayerOp, ReturnOp
 from crane.dialects.graph_batch import graph_batch, rebatched
 from crane.dialects.graph_grad import AccumulateOp
@@ -162,7 +162,7 @@ def lower_func(func: FuncOp, schedule: ScheduleOp, machine: Machine,
                   elem_bytes=machine.data_bytes,
                   chunk_budget=int(WEIGHT_SLICE_SHARE * machine.sram_bytes),
                   step_budget=int(STREAM_SHARE * machine.sram_bytes),
-                  training_budget=machine.sram_bytes // 8, hold_budget=hold_budget,
+                  training_budget=int(TRAINING_STEP_SHARE * machine.sram_bytes), hold_budget=hold_budget,
                   copy_budget=machine.sram_bytes // 2, retain_budget=machine.sram_bytes // 4,
                   anchors=own.anchors, dims=own.dims,
                   kept=frozenset(name for block in blocks for name in kept_outputs(block)),

@@ -48,6 +48,10 @@ running attention holds four values at once while the scores stream through (the
 residual input, ``q``, and ``k`` before and after its transpose); at a quarter each they
 filled the SRAM and the streamed step overflowed it (BERT-base on ``gpu11``, GPT-2 on
 ``mesh2x2``). A fifth leaves the step its room."""
+TRAINING_STEP_SHARE = 1 / 8
+"""Of a tile's SRAM, what one step of a training op may read and write: codegen runs a
+gradient op's part in steps of this size (``crane.codegen.emit_training``)."""
+
 WEIGHT_SLICE_SHARE = 0.25
 """A tile whose weight slice is bigger than this share of its SRAM runs its part in slices
 of the output channels whose weights each fit it (codegen's chunk budget,
@@ -74,10 +78,8 @@ class WorkCost:
     flushed_gradient: Traffic = Traffic()
     """Backward only: the weight gradient stored to DRAM and read back by the update, once
     per state, beside the compute (``flushes_gradient``)."""
-    reread_input: Traffic = Traffic()
-    """Backward only, every sub-batch: a tile running its part in steps reads its saved
-    input once for each op of the layer's backward (the ops step their boxes differently,
-    so one cannot take another's), once more than the model's one read."""
+    spills: Traffic = Traffic()
+    """Backward only, every sub-batch: the DRAM traffic of ``backward_spills``."""
 
     @property
     def per_subbatch_traffic(self) -> Traffic:
@@ -132,10 +134,8 @@ def layer_cost(layer: LayerWork, batch: int, region: TileRun, machine: Machine,
         partials = layer.weight_bytes * max(1, core.partition.weight_copies)
         flushed = Traffic.dram_write(partials, hops) + Traffic(dram_bytes=partials - layer.weight_bytes) \
             + Traffic.dram_read(layer.weight_bytes, hops)
-    reread = Traffic()
-    if backward and core.streamed:
-        # The gradient ops read the saved input again, in boxes of their own steps.
-        reread = Traffic.dram_read(layer.input_bytes * batch, hops)
+    reread = backward_spills(layer, batch, core.partition, machine, hops, core.streamed) \
+        if backward else Traffic()
     operands, energy = core.operand_traffic, core.energy_pj
     if core.reduced_bytes:  # the partials cross the region between its tiles
         apart = mean_hops(mesh, region, region)
@@ -276,6 +276,33 @@ def flushes_gradient(layer: LayerWork, part: Partition, machine: Machine) -> boo
     a result may hold: codegen then stores it to DRAM as it is made, and the update reads it
     back (``crane.codegen.emit_training``)."""
     return layer.weight_bytes / max(1, part.kk) > HELD_SHARE * machine.sram_bytes
+
+
+def compute_pieces(layer: LayerWork, batch: int, part: Partition, sram_bytes: int,
+                   backward: bool) -> int:
+    """In how many pieces a tile computes its part, each starting as its data arrives:
+    forward, once per weight slice (``input_passes``); backward, once per training step
+    (its activations and their gradients in pieces of ``TRAINING_STEP_SHARE`` of SRAM)."""
+    if not backward:
+        return input_passes(layer, part, sram_bytes)
+    box = 2 * (layer.input_bytes + layer.output_bytes) * batch / max(1, part.tiles)
+    return max(1, math.ceil(box / (TRAINING_STEP_SHARE * sram_bytes)))
+
+
+def backward_spills(layer: LayerWork, batch: int, part: Partition, machine: Machine,
+                    hops: float, streamed: bool) -> Traffic:
+    """DRAM traffic a layer's backward adds to one read of each operand, as codegen runs
+    it: a tile running its part in steps reads the saved input once more (the gradient ops
+    step their boxes differently, so one cannot take another's); and when a tile's box of
+    the output is bigger than the ``HELD_SHARE`` of SRAM a result may hold, each inner
+    value (``LayerWork.inner_values``) and its gradient are stored as they are made and
+    read back by their two readers."""
+    traffic = Traffic.dram_read(layer.input_bytes * batch, hops) if streamed else Traffic()
+    box = layer.output_bytes * batch / max(1, part.tiles)
+    if not layer.inner_values or box <= HELD_SHARE * machine.sram_bytes:
+        return traffic
+    stored = 2 * layer.inner_values * layer.output_bytes * batch
+    return traffic + Traffic.dram_write(stored, hops) + Traffic.dram_read(2 * stored, hops)
 
 
 def reduced_gradient_bytes(layer: LayerWork, part: Partition) -> int:

@@ -82,6 +82,9 @@ class LayerWork:
     """Bytes per sample of its input that are a concatenation of several values: the
     program joins their pieces into one buffer for it (``crane.codegen.fetch``), a
     ``tile.copy`` per element."""
+    inner_values: int = 0
+    """Values of its output's size it makes before its output (one per op merged after
+    the first): its backward reads them, and their gradients."""
     _hash: int = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -90,7 +93,7 @@ class LayerWork:
             self.name, self.kind, self.macs, self.vector_ops, self.weight_bytes,
             self.output_bytes, self.dims, self.inputs, self.external_input_bytes,
             self.backward_macs, self.backward_vector_ops, self.refreshes,
-            self.joined_input_bytes)))
+            self.joined_input_bytes, self.inner_values)))
 
     def __hash__(self) -> int:
         return self._hash
@@ -131,6 +134,7 @@ class LayerWork:
         refreshes: bool = False,
         whole_batch: bool = False,
         joined_input_bytes: int = 0,
+        inner_values: int = 0,
     ) -> LayerWork:
         """A layer whose backward work follows the usual rule: dX + dW for GEMM-like kinds
         (twice the forward MACs), and twice the forward vector work for every kind (the
@@ -144,7 +148,7 @@ class LayerWork:
             external_input_bytes=external_input_bytes,
             backward_macs=2 * macs if gemm else 0,
             backward_vector_ops=2 * vector_ops, refreshes=refreshes, whole_batch=whole_batch,
-            joined_input_bytes=joined_input_bytes,
+            joined_input_bytes=joined_input_bytes, inner_values=inner_values,
         )
 
 

@@ -86,8 +86,8 @@ class _Layer:
     inputs: Flow = field(default_factory=dict)
     gemm: bool = False
     """Made by a conv2d, linear or matmul op (codegen refreshes those, not attention)."""
-    merged: bool = False
-    """Elementwise ops or norms were merged after the op that made it."""
+    merged: int = 0
+    """Elementwise ops or norms merged after the op that made it."""
     whole_batch: bool = False
     """One of its ops needs every sample at once (``LayerOp.needs_whole_batch``)."""
     joined_input_bytes: int = 0
@@ -104,8 +104,8 @@ class _Layer:
             self.name, self.kind, macs=self.macs, vector_ops=self.vector_ops,
             weight_bytes=self.weight_bytes, output_bytes=self.output_bytes, dims=self.dims,
             inputs=named, external_input_bytes=self.inputs.get(None, 0),
-            refreshes=self.gemm and self.merged, whole_batch=self.whole_batch,
-            joined_input_bytes=self.joined_input_bytes)
+            refreshes=self.gemm and self.merged > 0, whole_batch=self.whole_batch,
+            joined_input_bytes=self.joined_input_bytes, inner_values=self.merged)
         if not step:
             return layer
         return replace(layer, backward_macs=self.backward_macs,
@@ -321,7 +321,7 @@ class WorkloadBuilder:
         layer.vector_ops += self.per_sample(layer_flops(op))
         layer.weight_bytes += self.read(op.weights)[1]
         layer.output_bytes = self.sample_bytes(op.results[0])
-        layer.merged = True
+        layer.merged += 1
         layer.whole_batch |= op.needs_whole_batch
         self.owner[op.results[0]] = layer
         self.flows[op.results[0]] = {layer.name: layer.output_bytes}

@@ -18,7 +18,13 @@ import heapq
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from crane.cost.layer import input_passes, layer_cost, min_tiles, step_cycles, weight_spread_cycles
+from crane.cost.layer import (
+    compute_pieces,
+    layer_cost,
+    min_tiles,
+    step_cycles,
+    weight_spread_cycles,
+)
 from crane.cost.placement import Mesh, TileRun, dram_hops, link_share, mean_hops, split_regions
 from crane.cost.traffic import Traffic, dram_cycles, link_cycles, noc_time, traffic_energy
 from crane.cost.workload import LayerWork
@@ -241,15 +247,15 @@ def _split_cost(layers: tuple[LayerWork, ...], counts: tuple[int, ...], batch: i
         cost = layer_cost(layer, batch, region, machine, backward)
         reads.append(cost.input_reads)
         cycles = max(cycles, cost.cycles)
-        # A part whose weights come in slices computes each slice as it arrives: only the
-        # last slice's compute follows the transfers.
-        slices = 1 if backward else input_passes(layer, cost.partition, machine.sram_bytes)
-        last = max(last, cost.cycles / slices)
+        # A part computed in pieces (weight slices, training steps) computes each as its
+        # data arrives: only the last piece's compute follows the transfers.
+        last = max(last, cost.cycles / compute_pieces(layer, batch, cost.partition,
+                                                      machine.sram_bytes, backward))
         energy += cost.energy_pj
         spread = max(spread, weight_spread_cycles(layer, cost.partition, machine))
         flushed = flushed + cost.flushed_gradient
-        step = step + cost.reread_input
-        energy += traffic_energy(cost.reread_input, machine)
+        step = step + cost.spills
+        energy += traffic_energy(cost.spills, machine)
         # Copies a split forwards between its tiles (priced in energy_pj) take NoC time.
         step = step + Traffic(noc_byte_hops=cost.operand_traffic.noc_byte_hops,
                               noc_link_bytes=cost.operand_traffic.noc_link_bytes)

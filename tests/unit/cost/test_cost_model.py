@@ -291,7 +291,27 @@ def test_backward_in_steps_reads_its_saved_input_again() -> None:
     gradient ops step their boxes differently); one step reads it once."""
     layer = resnet50().layers[0]
     streamed = layer_cost(layer, 8, TileRun(0, 1), EDGE, backward=True)
-    assert streamed.reread_input.dram_bytes == layer.input_bytes * 8
-    assert layer_cost(layer, 8, TileRun(0, 1), EDGE).reread_input == Traffic()
+    assert streamed.spills.dram_bytes == layer.input_bytes * 8
+    assert layer_cost(layer, 8, TileRun(0, 1), EDGE).spills == Traffic()
     roomy = EDGE.with_changes(sram_bytes=1 << 34)
-    assert layer_cost(layer, 1, TileRun(0, 1), roomy, backward=True).reread_input == Traffic()
+    assert layer_cost(layer, 1, TileRun(0, 1), roomy, backward=True).spills == Traffic()
+
+
+def test_inner_values_too_big_to_hold_go_to_dram_in_backward() -> None:
+    """A conv with a batchnorm and a relu merged after it makes two inner values; when a
+    tile's box of its output is bigger than what a result may hold, its backward stores
+    each of them and its gradient once and reads them back twice."""
+    from crane.cost.layer import backward_spills
+    from crane.cost.workload import Dims, LayerWork
+
+    conv = LayerWork.make("c", "conv", macs=10**6, vector_ops=5000, weight_bytes=1000,
+                          output_bytes=4096, dims=Dims.conv(16, 16, 16, 16, 3, 3),
+                          inputs=(("x", 4096),), inner_values=2)
+    part = layer_cost(conv, 4, TileRun(0, 1), EDGE, backward=True).partition
+    tight = EDGE.with_changes(sram_bytes=8 * 4096)
+    spilled = backward_spills(conv, 4, part, tight, 1.0, streamed=False)
+    assert spilled.dram_bytes == 3 * 2 * 2 * 4096 * 4
+    assert backward_spills(conv, 4, part, EDGE, 1.0, streamed=False) == Traffic()
+    plain = LayerWork.make("c", "conv", macs=10**6, vector_ops=0, weight_bytes=1000,
+                           output_bytes=4096, dims=Dims.conv(16, 16, 16, 16, 3, 3))
+    assert backward_spills(plain, 4, part, tight, 1.0, streamed=False) == Traffic()

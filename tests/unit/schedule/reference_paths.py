@@ -22,6 +22,8 @@ from crane.cost.layer import (
     REPLICA_HOPS,
     WorkCost,
     _compute_cycles,
+    backward_spills,
+    compute_pieces,
     flushes_gradient,
     halo_factor,
     input_passes,
@@ -121,7 +123,7 @@ def layer_cost(layer: LayerWork, batch: int, region: TileRun, machine: Machine,
         partials = layer.weight_bytes * max(1, part.weight_copies)
         flushed = Traffic.dram_write(partials, hops) + Traffic(dram_bytes=partials - layer.weight_bytes) \
             + Traffic.dram_read(layer.weight_bytes, hops)
-    reread = Traffic.dram_read(layer.input_bytes * batch, hops) if backward and steps > 1 else Traffic()
+    reread = backward_spills(layer, batch, part, machine, hops, steps > 1) if backward else Traffic()
     return WorkCost(cycles, energy, operands, part,
                     weights_fit(layer.weight_bytes, part, machine), weight_load,
                     1.0 if backward else
@@ -184,14 +186,14 @@ def _option(block: Block, split: str, columns: tuple[int, ...], counts: tuple[in
     reads = []
     for column, region in zip(columns, regions, strict=True):
         cost = layer_cost(block.layers[column], batch, region, machine, backward)
-        slices = 1 if backward else input_passes(block.layers[column], cost.partition, machine.sram_bytes)
-        last = max(last, cost.cycles / slices)
+        last = max(last, cost.cycles / compute_pieces(block.layers[column], batch, cost.partition,
+                                                      machine.sram_bytes, backward))
         flushed = flushed + cost.flushed_gradient
         reads.append(cost.input_reads)
         cycles = max(cycles, cost.cycles)
         energy += cost.energy_pj
-        step = step + cost.reread_input
-        energy += traffic_energy(cost.reread_input, machine)
+        step = step + cost.spills
+        energy += traffic_energy(cost.spills, machine)
         spread = max(spread, weight_spread_cycles(block.layers[column], cost.partition, machine))
         # Copies a split forwards between its tiles (priced in energy_pj) take NoC time.
         step = step + Traffic(noc_byte_hops=cost.operand_traffic.noc_byte_hops,
