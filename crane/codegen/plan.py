@@ -210,14 +210,15 @@ def backward_phases(ops: Sequence[tuple[Operation, str]], rank: Mapping[str, int
                     batch: int) -> list[Phase]:
     """The training ops in ``rank`` order of their layers, graph order within a layer's
     rank (all graph order if that is not topological), an op moved up to its layer's run
-    where it can (``_grouped``), one phase per run of consecutive ops of one layer."""
+    where it can (``_grouped``: in either order, so an update joins the phase that made
+    its gradient), one phase per run of consecutive ops of one layer."""
     position = {op: k for k, (op, _) in enumerate(ops)}
     layer = dict(ops)
     ordered = sorted(ops, key=lambda pair: (rank[pair[1]], position[pair[0]]))
     placed = {op: k for k, (op, _) in enumerate(ordered)}
     topological = all(placed.get(v.owner_op, -1) < placed[op]
                       for op, _ in ordered for v in op.operands if v.owner_op in placed)
-    chosen = _grouped(ordered, layer) if topological else list(ops)
+    chosen = _grouped(ordered if topological else list(ops), layer)
     runs: list[list[Operation]] = []
     for op, name in chosen:
         if runs and layer[runs[-1][0]] == name:

@@ -32,3 +32,29 @@ def test_adam_updates_are_split_evenly_over_the_tiles() -> None:
         module.regions[0].blocks[0].append(op)
     report = check(module)
     assert report.comparisons and all(c.ok for c in report.comparisons)
+
+
+def test_an_update_runs_in_the_phase_of_its_gradient_even_in_graph_order() -> None:
+    """When the layers' backward ranks are not a topological order of the training ops,
+    they run in graph order, where autodiff puts every update after all the gradients:
+    each update still joins the phase that made its weight gradient (which then stays in
+    SRAM) instead of a phase of its own that reads it back from DRAM."""
+    from crane.codegen.ownership import owners
+    from crane.codegen.plan import backward_phases
+    from crane.dialects.graph_grad import UpdateOp
+
+    _, func, _, _ = prepared("tiny_resnet", 1, 1, True)
+    own = owners(func, True)
+    names = list(dict.fromkeys(name for _, name in own.backward))
+    # Every layer at one rank: graph order within it, and no rank order to try first.
+    rank = dict.fromkeys(names, 0)
+    forward_order = {name: -k for k, name in enumerate(names)}  # the stem first: not topological
+    for ranks in (rank, forward_order):
+        phases = backward_phases(own.backward, ranks, dict.fromkeys(names, None),  # type: ignore[arg-type]
+                                 dict.fromkeys(names, 0), 8)
+        phase_of = {op: k for k, phase in enumerate(phases) for op in phase.ops}
+        updates = [op for op in phase_of if isinstance(op, UpdateOp)]
+        assert updates
+        for update in updates:
+            made = update.operands[1].owner_op
+            assert phase_of[update] == phase_of[made], update
