@@ -281,10 +281,12 @@ def flushes_gradient(layer: LayerWork, part: Partition, machine: Machine) -> boo
 def compute_pieces(layer: LayerWork, batch: int, part: Partition, sram_bytes: int,
                    backward: bool) -> int:
     """In how many pieces a tile computes its part, each starting as its data arrives:
-    forward, once per weight slice (``input_passes``); backward, once per training step
-    (its activations and their gradients in pieces of ``TRAINING_STEP_SHARE`` of SRAM)."""
+    forward, once per weight slice (``input_passes``) when the tile loads its slices
+    itself (a slice several tiles share comes through a broadcast tree, and the tiles
+    compute it together once all have it); backward, once per training step (its
+    activations and their gradients in pieces of ``TRAINING_STEP_SHARE`` of SRAM)."""
     if not backward:
-        return input_passes(layer, part, sram_bytes)
+        return input_passes(layer, part, sram_bytes) if part.weight_copies <= 1 else 1
     box = 2 * (layer.input_bytes + layer.output_bytes) * batch / max(1, part.tiles)
     return max(1, math.ceil(box / (TRAINING_STEP_SHARE * sram_bytes)))
 

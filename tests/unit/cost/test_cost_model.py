@@ -315,3 +315,29 @@ def test_inner_values_too_big_to_hold_go_to_dram_in_backward() -> None:
     plain = LayerWork.make("c", "conv", macs=10**6, vector_ops=0, weight_bytes=1000,
                            output_bytes=4096, dims=Dims.conv(16, 16, 16, 16, 3, 3))
     assert backward_spills(plain, 4, part, tight, 1.0, streamed=False) == Traffic()
+
+
+def test_a_part_computed_in_pieces_hides_all_but_the_last_pieces_compute() -> None:
+    """A tile loading its weights in slices computes each as it arrives (the state's tail
+    is the last slice's compute); slices several tiles share come through a broadcast tree
+    and are not pieces; a backward part runs in training steps."""
+    from crane.cost.layer import compute_pieces, input_passes
+    from crane.schedule.block import Block
+    from crane.schedule.options import state_options
+
+    net = resnet50()
+    index, conv = max(enumerate(net.layers), key=lambda pair: pair[1].weight_bytes
+                      if pair[1].kind == "conv" else 0)
+    one = EDGE.with_changes(rows=1, cols=1, dram_ports=Machine.edge_ports(1, 1),
+                            sram_bytes=conv.weight_bytes // 2)
+    alone = layer_cost(conv, 1, TileRun(0, 1), one).partition
+    assert alone.weight_copies == 1
+    pieces = compute_pieces(conv, 1, alone, one.sram_bytes, backward=False)
+    assert pieces == input_passes(conv, alone, one.sram_bytes) > 1
+    option = state_options(Block.of(net, index, index + 1), 0, 1, one)[0]
+    assert option.tail == option.cycles / pieces
+    wide = EDGE.with_changes(sram_bytes=conv.weight_bytes // 2)
+    shared = layer_cost(conv, 16, TileRun(0, 16), wide).partition
+    assert shared.weight_copies > 1 and compute_pieces(conv, 16, shared, wide.sram_bytes, False) == 1
+    back = compute_pieces(conv, 64, alone, one.sram_bytes, backward=True)
+    assert back == math.ceil(2 * (conv.input_bytes + conv.output_bytes) * 64 / (one.sram_bytes / 8))
