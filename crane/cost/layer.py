@@ -48,6 +48,7 @@ running attention holds four values at once while the scores stream through (the
 residual input, ``q``, and ``k`` before and after its transpose); at a quarter each they
 filled the SRAM and the streamed step overflowed it (BERT-base on ``gpu11``, GPT-2 on
 ``mesh2x2``). A fifth leaves the step its room."""
+
 TRAINING_STEP_SHARE = 1 / 8
 """Of a tile's SRAM, what one step of a training op may read and write: codegen runs a
 gradient op's part in steps of this size (``crane.codegen.emit_training``)."""
@@ -128,13 +129,8 @@ def layer_cost(layer: LayerWork, batch: int, region: TileRun, machine: Machine,
     # Each distinct weight slice comes from DRAM once and is forwarded to the other tiles
     # reading it, along a tree of neighbouring tiles.
     weight_load = Traffic.dram_read(layer.weight_bytes, hops) + core.forwarded_weights
-    flushed = Traffic()
-    if backward and flushes_gradient(layer, core.partition, machine):
-        # Stored as it is made (partial sums added in DRAM), read back by the update.
-        partials = layer.weight_bytes * max(1, core.partition.weight_copies)
-        flushed = Traffic.dram_write(partials, hops) + Traffic(dram_bytes=partials - layer.weight_bytes) \
-            + Traffic.dram_read(layer.weight_bytes, hops)
-    reread = backward_spills(layer, batch, core.partition, machine, hops, core.streamed) \
+    flushed = flushed_gradient(layer, core.partition, machine, hops) if backward else Traffic()
+    spills = backward_spills(layer, batch, core.partition, machine, hops, core.streamed) \
         if backward else Traffic()
     operands, energy = core.operand_traffic, core.energy_pj
     if core.reduced_bytes:  # the partials cross the region between its tiles
@@ -142,7 +138,7 @@ def layer_cost(layer: LayerWork, batch: int, region: TileRun, machine: Machine,
         sums = Traffic.on_chip(core.reduced_bytes, apart, apart / max(1, region.count))
         operands, energy = operands + sums, energy + traffic_energy(sums, machine)
     return WorkCost(core.cycles, energy, operands, core.partition, core.weights_resident,
-                    weight_load, core.input_reads, flushed, reread)
+                    weight_load, core.input_reads, flushed, spills)
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,6 +272,17 @@ def flushes_gradient(layer: LayerWork, part: Partition, machine: Machine) -> boo
     a result may hold: codegen then stores it to DRAM as it is made, and the update reads it
     back (``crane.codegen.emit_training``)."""
     return layer.weight_bytes / max(1, part.kk) > HELD_SHARE * machine.sram_bytes
+
+
+def flushed_gradient(layer: LayerWork, part: Partition, machine: Machine, hops: float) -> Traffic:
+    """The DRAM traffic of a flushed weight gradient (``flushes_gradient``; none else): each
+    tile's partial stored as it is made (added in DRAM, which reads it too), the sum read
+    back by the update."""
+    if not flushes_gradient(layer, part, machine):
+        return Traffic()
+    partials = layer.weight_bytes * max(1, part.weight_copies)
+    return (Traffic.dram_write(partials, hops) + Traffic(dram_bytes=partials - layer.weight_bytes)
+            + Traffic.dram_read(layer.weight_bytes, hops))
 
 
 def compute_pieces(layer: LayerWork, batch: int, part: Partition, sram_bytes: int,

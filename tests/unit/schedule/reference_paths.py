@@ -24,7 +24,7 @@ from crane.cost.layer import (
     _compute_cycles,
     backward_spills,
     compute_pieces,
-    flushes_gradient,
+    flushed_gradient,
     halo_factor,
     input_passes,
     input_readers,
@@ -118,11 +118,7 @@ def layer_cost(layer: LayerWork, batch: int, region: TileRun, machine: Machine,
         apart = mean_hops(Mesh.of(machine), region, region)
         sums = Traffic.on_chip(reduced, apart, apart / max(1, region.count))
         operands, energy = operands + sums, energy + traffic_energy(sums, machine)
-    flushed = Traffic()
-    if backward and flushes_gradient(layer, part, machine):
-        partials = layer.weight_bytes * max(1, part.weight_copies)
-        flushed = Traffic.dram_write(partials, hops) + Traffic(dram_bytes=partials - layer.weight_bytes) \
-            + Traffic.dram_read(layer.weight_bytes, hops)
+    flushed = flushed_gradient(layer, part, machine, hops) if backward else Traffic()
     reread = backward_spills(layer, batch, part, machine, hops, steps > 1) if backward else Traffic()
     return WorkCost(cycles, energy, operands, part,
                     weights_fit(layer.weight_bytes, part, machine), weight_load,
