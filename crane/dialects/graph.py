@@ -136,7 +136,7 @@ class LayerOp(Operation):
     @property
     def normalises_by_batch(self) -> bool:
         """A batchnorm over the batch's own statistics, not its running ones."""
-        return self.kind.has_batch_statistics and not self.layer_attrs.get("running")
+        return self.kind.normalises_by_batch(self.layer_attrs)
 
     @property
     def needs_whole_batch(self) -> bool:

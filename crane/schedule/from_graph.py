@@ -123,7 +123,7 @@ def grad_work(op: GradOp) -> tuple[int, int]:
     vector operation per gradient element and, for an input gradient, the forward op's
     vector work (activation derivatives); a batchnorm over the batch's statistics
     ``BATCH_STATISTICS_GRAD_FLOPS`` per element, all in its input gradient."""
-    if op.kind.has_batch_statistics and not op.layer_attrs.get("running"):
+    if op.kind.normalises_by_batch(op.layer_attrs):
         elements = numel(_shape(op.grad_output)) if op.role == "input" else 0
         return 0, BATCH_STATISTICS_GRAD_FLOPS * elements
     figures = op.accounting()

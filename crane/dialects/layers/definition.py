@@ -21,6 +21,7 @@ fails loudly; ``tests/unit/kinds`` walks every kind through every consumer.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -295,6 +296,11 @@ class LayerKind:
     @property
     def has_batch_statistics(self) -> bool:
         return Trait.BATCH_STATISTICS in self.traits
+
+    def normalises_by_batch(self, attrs: Mapping[str, AttrValue]) -> bool:
+        """Whether an op of this kind with ``attrs`` normalises with the batch's own
+        statistics (a batchnorm not told to use its running ones)."""
+        return self.has_batch_statistics and not attrs.get("running")
 
 
 class ParamError(Exception):

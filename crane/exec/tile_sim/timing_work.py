@@ -100,7 +100,7 @@ def compute_work(op: str, outputs: Sequence[Shape], inputs: Sequence[Shape],
     if family == "forward":
         macs, vector = _forward(base, inputs, outputs[0] if outputs else (), attrs)
         return Work(macs, vector)
-    if family == "grad_input" and LAYER_KINDS[base].has_batch_statistics and not attrs.get("running"):
+    if family == "grad_input" and LAYER_KINDS[base].normalises_by_batch(attrs):
         return Work(0, BATCH_STATISTICS_GRAD_FLOPS * numel(inputs[0]) if inputs else 0)
     if family in ("grad_input", "grad_weight"):
         grad_out, forward_operands = (inputs[0], inputs[1:]) if inputs else ((), ())
