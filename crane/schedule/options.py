@@ -63,8 +63,8 @@ class StateOption:
     inputs from outside the block arrive before the first compute starts, and the last
     step's results leave for DRAM after the last ends."""
     tail: float = 0.0
-    """Cycles of one step's compute that follow its last transfer (the compute of its last
-    weight slice when the weights come in slices): transfers cannot hide them."""
+    """Cycles of one step's compute that follow its last transfer (a backward step's last
+    training step): transfers cannot hide them."""
     sram_share: tuple[float, ...] = ()
     """Per active column: busiest-link share of data spread over the chip's SRAM reaching it."""
     reads: tuple[float, ...] = ()
@@ -247,8 +247,8 @@ def _split_cost(layers: tuple[LayerWork, ...], counts: tuple[int, ...], batch: i
         cost = layer_cost(layer, batch, region, machine, backward)
         reads.append(cost.input_reads)
         cycles = max(cycles, cost.cycles)
-        # A part computed in pieces (weight slices, training steps) computes each as its
-        # data arrives: only the last piece's compute follows the transfers.
+        # A part computed in pieces (training steps) computes each as its data arrives:
+        # only the last piece's compute follows the transfers.
         last = max(last, cost.cycles / compute_pieces(layer, batch, cost.partition,
                                                       machine.sram_bytes, backward))
         energy += cost.energy_pj

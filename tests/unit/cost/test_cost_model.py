@@ -318,11 +318,11 @@ def test_inner_values_too_big_to_hold_go_to_dram_in_backward() -> None:
 
 
 def test_a_part_computed_in_pieces_hides_all_but_the_last_pieces_compute() -> None:
-    """A tile loading its weights in slices computes each as it arrives (the state's tail
-    is the last slice's compute); slices several tiles share come through a broadcast tree
-    and are not pieces; a backward part runs in training steps."""
+    """A backward part runs in training steps, each computed as its data arrives (the
+    state's tail is the last step's compute); a forward part is one piece, its weight
+    slices included (the program does not pipeline them)."""
     from crane.cost.layer import compute_pieces, input_passes
-    from crane.schedule.block import Block
+    from crane.schedule.block import Block, gradient_block
     from crane.schedule.options import state_options
 
     net = resnet50()
@@ -331,13 +331,12 @@ def test_a_part_computed_in_pieces_hides_all_but_the_last_pieces_compute() -> No
     one = EDGE.with_changes(rows=1, cols=1, dram_ports=Machine.edge_ports(1, 1),
                             sram_bytes=conv.weight_bytes // 2)
     alone = layer_cost(conv, 1, TileRun(0, 1), one).partition
-    assert alone.weight_copies == 1
-    pieces = compute_pieces(conv, 1, alone, one.sram_bytes, backward=False)
-    assert pieces == input_passes(conv, alone, one.sram_bytes) > 1
-    option = state_options(Block.of(net, index, index + 1), 0, 1, one)[0]
-    assert option.tail == option.cycles / pieces
-    wide = EDGE.with_changes(sram_bytes=conv.weight_bytes // 2)
-    shared = layer_cost(conv, 16, TileRun(0, 16), wide).partition
-    assert shared.weight_copies > 1 and compute_pieces(conv, 16, shared, wide.sram_bytes, False) == 1
+    assert input_passes(conv, alone, one.sram_bytes) > 1
+    assert compute_pieces(conv, 1, alone, one.sram_bytes, backward=False) == 1
+    forward = state_options(Block.of(net, index, index + 1), 0, 1, one)[0]
+    assert forward.tail == forward.cycles
     back = compute_pieces(conv, 64, alone, one.sram_bytes, backward=True)
-    assert back == math.ceil(2 * (conv.input_bytes + conv.output_bytes) * 64 / (one.sram_bytes / 8))
+    assert back == math.ceil(2 * (conv.input_bytes + conv.output_bytes) * 64 / (one.sram_bytes / 8)) > 1
+    grad = gradient_block(Block.of(net, index, index + 1))
+    option = state_options(grad, 0, 64, one, backward=True)[0]
+    assert option.tail == option.cycles / back
