@@ -75,6 +75,10 @@ class Chip:
         self.ports = tuple(ports)
         """Per tile, its DRAM port (empty: the port each load or store is given)."""
         self.programs = [Program(r * cols + c, r, c) for r in range(rows) for c in range(cols)]
+        self._around = [_neighbours(t, rows, cols) for t in range(rows * cols)]
+        self._trees: dict[tuple[tuple[int, ...], tuple[int, ...]], list[list[Hop]]] = {}
+        """(roots, tiles) -> their broadcast tree: a step of a streamed layer repeats the
+        last step's spreads, and a big program has hundreds of thousands of them."""
         self.namer = namer
         self.tensors: dict[Value, DramTensor] = {}
         self.names: set[str] = set()
@@ -90,9 +94,15 @@ class Chip:
 
     def neighbours(self, tile: int) -> list[int]:
         """The tiles one hop from ``tile``, in ascending order."""
-        row, col = divmod(tile, self.cols)
-        around = ((row - 1, col), (row, col - 1), (row, col + 1), (row + 1, col))
-        return [r * self.cols + c for r, c in around if 0 <= r < self.rows and 0 <= c < self.cols]
+        return self._around[tile]
+
+    def tree(self, roots: Sequence[int], tiles: Sequence[int]) -> list[list[Hop]]:
+        """:func:`broadcast_tree` of ``roots`` to ``tiles`` (a fresh list of rounds)."""
+        key = (tuple(roots), tuple(tiles))
+        rounds = self._trees.get(key)
+        if rounds is None:
+            rounds = self._trees[key] = broadcast_tree(self, roots, tiles)
+        return [list(hops) for hops in rounds]
 
     def nearest(self, tiles: Sequence[int], target: int) -> int:
         """The tile of ``tiles`` closest to ``target`` (the first on ties)."""
@@ -214,7 +224,7 @@ class Chip:
         """A plan to bring ``source`` to every tile of ``tiles`` along a tree (``held``:
         tiles that already have the data, which forward it too); :meth:`run` emits it."""
         have = {source.tile: source, **(held or {})}
-        return Spread(value, have, broadcast_tree(self, list(have), tiles), tiles)
+        return Spread(value, have, self.tree(list(have), tiles), tiles)
 
     def scatter(self, value: Value, box: Box, tiles: Sequence[int], slabs: int,
                 fetch: Callable[[Box, int, tuple[Buffer, Box]], None]) -> Spread:
@@ -231,7 +241,7 @@ class Chip:
             slab = with_axis(box, axis, span)
             loader = tiles[k * len(tiles) // slabs]
             fetch(slab, loader, (whole[loader], box))
-            for depth, hops in enumerate(broadcast_tree(self, [loader], tiles)):
+            for depth, hops in enumerate(self.tree([loader], tiles)):
                 if depth == len(plan.rounds):
                     plan.rounds.append([])
                 plan.rounds[depth] += [(holder, target, slab) for holder, target, _ in hops]
@@ -293,6 +303,13 @@ class Chip:
         for program in self.programs:
             program.body.append(Barrier(self.barriers, tiles, label))
         self.barriers += 1
+
+
+def _neighbours(tile: int, rows: int, cols: int) -> list[int]:
+    """The tiles one hop from ``tile`` on a ``rows`` x ``cols`` mesh, in ascending order."""
+    row, col = divmod(tile, cols)
+    around = ((row - 1, col), (row, col - 1), (row, col + 1), (row + 1, col))
+    return [r * cols + c for r, c in around if 0 <= r < rows and 0 <= c < cols]
 
 
 def broadcast_tree(chip: Chip, roots: Sequence[int], tiles: Sequence[int]) -> list[list[Hop]]:

@@ -14,6 +14,7 @@ from crane.ir.core import Block, Operation, Value, VerifyError
 from crane.ir.opspec import Operand, TypeConstraint
 from crane.ir.traits import HasParent
 from crane.ir.types import BufferType
+from crane.ir.verifier import verification_memo
 
 _HOLDERS = ("tile.program", "tile.dram")
 
@@ -121,23 +122,50 @@ _MESHES: dict[int, tuple[Operation, tuple[object, ...], Mesh]] = {}
 
 def mesh_of(op: Operation) -> Mesh | None:
     """The mesh of the machine the module of ``op`` targets (``crane.machine``), if any."""
+    memo, holder = verification_memo("tile.mesh"), op.parent_op
+    if memo is None or holder is None:
+        return _targeted_mesh(op)
+    if holder not in memo:
+        memo[holder] = _targeted_mesh(op)
+    return memo[holder]  # type: ignore[return-value]
+
+
+def _targeted_mesh(op: Operation) -> Mesh | None:
     module = enclosing_module(op)
     target = module.attributes.get("crane.machine") if module is not None else None
     body = module_body(module) if module is not None else None
     if not isinstance(target, SymbolRefAttr) or body is None:
         return None
+    machine = _machine_named(body, target.root)
+    return _mesh(machine) if machine is not None else None
+
+
+_MACHINES: dict[int, tuple[Block, int, Operation]] = {}
+"""Module body -> the ``hw.machine`` last found in it (see :func:`_machine_named`)."""
+
+
+def _machine_named(body: Block, name: str) -> Operation | None:
+    """The ``hw.machine`` called ``name`` in ``body``; the last one found is checked, not
+    searched for again, while the body keeps its size."""
+    cached = _MACHINES.get(id(body))
+    if cached is not None and cached[0] is body and cached[1] == len(body):
+        found = cached[2]
+        if found.parent is body and str_attr(found, "sym_name") == name:
+            return found
     for candidate in body.ops:
-        if candidate.name == "hw.machine" and str_attr(candidate, "sym_name") == target.root:
-            return _mesh(candidate)
+        if candidate.name == "hw.machine" and str_attr(candidate, "sym_name") == name:
+            if len(_MACHINES) > 8:
+                _MACHINES.clear()
+            _MACHINES[id(body)] = (body, len(body), candidate)
+            return candidate
     return None
 
 
 def _mesh(machine: Operation) -> Mesh:
     """``Mesh(machine)``, reused while the op and the attributes it reads are the same."""
-    read = tuple(machine.attributes.get(name) for name in Mesh.READS)
+    read = tuple(map(machine.attributes.get, Mesh.READS))
     cached = _MESHES.get(id(machine))
-    if cached is not None and cached[0] is machine and all(
-            a is b for a, b in zip(cached[1], read, strict=True)):
+    if cached is not None and cached[0] is machine and cached[1] == read:
         return cached[2]
     if len(_MESHES) > 8:
         _MESHES.clear()

@@ -19,7 +19,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from crane.ir.attributes import Attribute
@@ -108,12 +108,16 @@ def _is_simple(defs: tuple[Operand, ...] | tuple[Result, ...]) -> bool:
 
 def _check_values(kind: str, defs: tuple[Operand, ...] | tuple[Result, ...],
                   values: tuple[object, ...]) -> None:
+    types: list[Type] = [v.type for v in values]  # type: ignore[attr-defined]
     variadic = any(d.variadic for d in defs)
-    fixed = len(defs) - (1 if variadic else 0)
-    if (not variadic and len(values) != fixed) or len(values) < fixed:
-        expected = f"at least {fixed}" if variadic else str(fixed)
-        raise VerifyError(f"expected {expected} {kind}(s), found {len(values)}")
-    for d, value_type in _pair_with_defs(defs, [v.type for v in values]):  # type: ignore[attr-defined]
+    pairs: Iterable[tuple[Operand | Result, Type]] = zip(defs, types, strict=True)  # most ops
+    if variadic or len(types) != len(defs):
+        fixed = len(defs) - (1 if variadic else 0)
+        if (not variadic and len(types) != fixed) or len(types) < fixed:
+            expected = f"at least {fixed}" if variadic else str(fixed)
+            raise VerifyError(f"expected {expected} {kind}(s), found {len(types)}")
+        pairs = _pair_with_defs(defs, types)
+    for d, value_type in pairs:
         if d.constraint is not None and not d.constraint.check(value_type):
             raise VerifyError(f"{kind} '{d.name}' must be {d.constraint.description}, got {value_type}")
 

@@ -95,9 +95,12 @@ class BufferType(Type):
     shape: tuple[int, ...]
     element: ScalarType
     space: str = "sram"
+    _text: str = field(default="", compare=False, hash=False, repr=False)
 
     def __str__(self) -> str:
-        return f"buffer<{_dims_text(self.shape)}{self.element}, {self.space}>"
+        if not self._text:
+            object.__setattr__(self, "_text", f"buffer<{_dims_text(self.shape)}{self.element}, {self.space}>")
+        return self._text
 
     @property
     def byte_size(self) -> int:

@@ -13,12 +13,29 @@ from crane.ir.core import Block, Operation, Value, VerifyError
 from crane.ir.diagnostics import Diagnostic, Severity
 from crane.ir.traits import IsolatedFromAbove, IsTerminator, NoTerminator, SymbolTable, symbol_name
 
+_MEMOS: list[dict[str, dict[object, object]]] = []
+"""One memo per :func:`verify` run in progress (see :func:`verification_memo`)."""
+
 
 def verify(root: Operation, *, allow_unregistered: bool = True) -> list[Diagnostic]:
     """Verify ``root`` and everything nested in it; returns the errors found (empty if valid)."""
     errors: list[Diagnostic] = []
-    _verify_op(root, set(), errors, allow_unregistered)
+    _MEMOS.append({})
+    try:
+        _verify_op(root, set(), errors, allow_unregistered)
+    finally:
+        _MEMOS.pop()
     return errors
+
+
+def verification_memo(topic: str) -> dict[object, object] | None:
+    """A dict shared by the op verifiers of the :func:`verify` run in progress, one per
+    ``topic`` (None outside a run).
+
+    Verifying changes no IR, so what many ops ask of their surroundings alike (the mesh
+    of the machine a module targets, for each of a million tile instructions) can be found
+    once per run and kept here."""
+    return _MEMOS[-1].setdefault(topic, {}) if _MEMOS else None
 
 
 def _error(op: Operation, message: str) -> Diagnostic:
