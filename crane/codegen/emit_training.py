@@ -91,26 +91,30 @@ class TrainingEmitter(Statistics):
         return True
 
     def _division_rank(self, op: Operation, division: Division,
-                       tiles: Sequence[int]) -> tuple[int, int]:
-        """Smaller is better: the fewest bytes to receive, then the most tiles. An optimizer
-        update takes the most tiles first: its weight and state come from DRAM and go back
-        (six copies of its box for Adam), which a split spreads over the tiles' ports and
-        vector units, against at most its gradient box received over the NoC."""
+                       tiles: Sequence[int]) -> tuple[int, int, int]:
+        """Smaller is better: the fewest bytes the busiest tile receives, then the fewest
+        in all, then the most tiles. (The busiest tile, not the total: the whole of a
+        row-wise loss gradient on one tile receives as many bytes as its two halves do on
+        two, and then computes alone for twice as long.) An optimizer update takes the
+        most tiles first: its weight and state come from DRAM and go back (six copies of
+        its box for Adam), which a split spreads over the tiles' ports and vector units,
+        against at most its gradient box received over the NoC."""
         arrivals = self._arrivals(op, division, tiles)
         if isinstance(op, UpdateOp):
-            return -len(division.boxes), arrivals
-        return arrivals, -len(division.boxes)
+            return -len(division.boxes), max(arrivals, default=0), sum(arrivals)
+        return max(arrivals, default=0), sum(arrivals), -len(division.boxes)
 
-    def _arrivals(self, op: Operation, division: Division, tiles: Sequence[int]) -> int:
-        """Bytes the tiles of ``division`` must receive (operand boxes they do not hold
-        yet) plus their partial sums: the division that keeps data where it is wins."""
-        total = 0
+    def _arrivals(self, op: Operation, division: Division, tiles: Sequence[int]) -> list[int]:
+        """Per tile of ``division``, the bytes it must receive (operand boxes it does not
+        hold yet) plus its partial sums: the division that keeps data where it is wins."""
+        found = []
         for tile, part in zip(tiles, division.parts, strict=False):
-            total += partial_bytes(part, self.ctx.elem_bytes)
+            total = partial_bytes(part, self.ctx.elem_bytes)
             for value, box in zip(op.operands, part.ins, strict=True):
                 if box is not None:
                     total += self.ctx.elem_bytes * (volume(box) - self._held_here(value, box, tile))
-        return total
+            found.append(total)
+        return found
 
     def _held_here(self, value: Value, box: Box, tile: int) -> int:
         """Elements of ``box`` that usable pieces of ``value`` on ``tile`` hold."""
