@@ -64,6 +64,27 @@ def _weight_slices(op: LayerOp, part: Part, elem_bytes: int, budget: int) -> lis
         count += 1
 
 
+def _unsliceable(op: LayerOp, part: Part, elem_bytes: int, budget: int) -> bool:
+    """Whether even one output channel's weights of a dense conv or linear part exceed
+    ``budget``: no weight slice could be kept while the steps of a slice reuse it, so the
+    part runs whole in input-channel chunks (``reduction_chunks``), each weight and input
+    chunk read once, instead of streaming every weight slice again for every step of its
+    samples (``crane.cost.layer.input_passes`` reads the input once too)."""
+    axes = WEIGHT_AXES.get(op.kind.lowering, ())
+    if not axes or not _dense(op):
+        return False
+    channels = extent(part.outs[0])[axes[0]]
+    return _weight_bytes(op, part, elem_bytes) > budget * max(1, channels)
+
+
+def _dense(op: Operation) -> bool:
+    """A linear, or a convolution whose every output channel reads every input channel."""
+    lowering = op.kind.lowering if isinstance(op, LayerOp) else None
+    return lowering is Lowering.LINEAR or (
+        lowering is Lowering.CONV and int_attr(op, "groups", 1) == 1
+        and not getattr(op.attributes.get("depthwise"), "value", False))
+
+
 def temporal_chunks(op: Operation, part: Part, budget: int, elem_bytes: int,
                     weight_budget: int = 0, extra_outputs: int = 0) -> list[Part]:
     """A part whose activations exceed ``budget`` bytes as steps over cuts of its output.
@@ -84,6 +105,9 @@ def temporal_chunks(op: Operation, part: Part, budget: int, elem_bytes: int,
     steps = [part]
     if weight_budget and isinstance(op, LayerOp) \
             and _weight_bytes(op, part, elem_bytes) > weight_budget:
+        if _unsliceable(op, part, elem_bytes, weight_budget):
+            return _cut(op, part, axes, -(-(1 + extra_outputs) * elem_bytes * volume(part.outs[0])
+                                          // budget))
         steps = _weight_slices(op, part, elem_bytes, weight_budget)
     return [piece for step in steps for piece in _cut(
         op, step, axes, -(-(_activation_bytes(op, step, elem_bytes)
@@ -204,14 +228,15 @@ def reduction_chunks(op: Operation, part: Part, budget: int, elem_bytes: int) ->
         return _table_chunks(part, budget, elem_bytes)
     if not budget or lowering not in (Lowering.CONV, Lowering.LINEAR) or len(part.ins) < 2:
         return [part]
-    dense = lowering is Lowering.LINEAR or (int_attr(op, "groups", 1) == 1
-                                 and not getattr(op.attributes.get("depthwise"), "value", False))
     x_box, w_box = part.ins[0], part.ins[1]
-    if not dense or x_box is None or w_box is None or elem_bytes * volume(w_box) <= budget:
+    if not _dense(op) or x_box is None or w_box is None or elem_bytes * volume(w_box) <= budget:
         return [part]
     x_axis, w_axis = (1, 1) if lowering is Lowering.CONV else (len(x_box) - 1, 0)
     low, high = x_box[x_axis]
-    count = min(high - low, -(-elem_bytes * volume(w_box) // budget))
+    # Neither a chunk's weights nor its input slice may pass the budget: a part run whole
+    # (``_unsliceable``) holds all its samples' inputs, bigger than its weights when it has
+    # more samples than channels.
+    count = min(high - low, -(-elem_bytes * max(volume(w_box), volume(x_box)) // budget))
     if count <= 1:
         return [part]
     chunks = []

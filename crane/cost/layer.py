@@ -255,8 +255,12 @@ def step_halo_factor(layer: LayerWork, batch: int, part: Partition, sram_bytes: 
 def input_passes(layer: LayerWork, part: Partition, sram_bytes: int) -> int:
     """How many times a tile reads its input box in forward: once per slice of its output
     channels when its weights exceed ``WEIGHT_SLICE_SHARE`` of SRAM, the fewest slices
-    whose weights each fit (channels split as evenly as they go), else once."""
+    whose weights each fit (channels split as evenly as they go), else once (also when
+    not even one channel's weights fit: codegen then runs the part whole, in input-channel
+    chunks, ``crane.codegen.steps._unsliceable``)."""
     if not layer.weight_bytes or layer.kind not in SLICED_KINDS:
+        return 1
+    if runs_in_input_chunks(layer, sram_bytes):
         return 1
     channels = -(-layer.dims.k // max(1, part.kk))
     per_channel = layer.weight_bytes / max(1, layer.dims.k)
@@ -265,6 +269,15 @@ def input_passes(layer: LayerWork, part: Partition, sram_bytes: int) -> int:
     while slices < channels and -(-channels // slices) * per_channel > budget:
         slices += 1
     return min(slices, channels)
+
+
+def runs_in_input_chunks(layer: LayerWork, sram_bytes: int) -> bool:
+    """Whether not even one output channel's weights of a sliced layer fit
+    ``WEIGHT_SLICE_SHARE`` of SRAM: codegen then runs a tile's part whole, in input-channel
+    chunks, reading its input and its weights once and holding its output box
+    (``crane.codegen.steps._unsliceable``)."""
+    return layer.kind in SLICED_KINDS and layer.weight_bytes / max(1, layer.dims.k) \
+        > WEIGHT_SLICE_SHARE * sram_bytes
 
 
 def flushes_gradient(layer: LayerWork, part: Partition, machine: Machine) -> bool:
@@ -325,9 +338,11 @@ def reduced_gradient_bytes(layer: LayerWork, part: Partition) -> int:
 
 def stream_steps(layer: LayerWork, batch: int, part: Partition, sram_bytes: int) -> int:
     """Steps a tile runs its part in: its input and output boxes in pieces of
-    ``STREAM_SHARE`` of SRAM (codegen's ``steps.temporal_chunks``)."""
+    ``STREAM_SHARE`` of SRAM (codegen's ``steps.temporal_chunks``; its output box alone
+    when it runs in input-channel chunks, which bound the input's)."""
     tiles = max(1, part.tiles)
-    boxes = (layer.input_bytes * input_readers(layer, part) + layer.output_bytes) * batch / tiles
+    inputs = 0 if runs_in_input_chunks(layer, sram_bytes) else layer.input_bytes * input_readers(layer, part)
+    boxes = (inputs + layer.output_bytes) * batch / tiles
     return max(1, math.ceil(boxes / (STREAM_SHARE * sram_bytes)))
 
 
