@@ -95,8 +95,11 @@ def temporal_chunks(op: Operation, part: Part, budget: int, elem_bytes: int,
     fetched once and shared. Weights that do not are cut first, along the output channels,
     so each weight slice streams in once; each such step is then cut further (``_cut``) if
     its activations are still too big (the input is read again for every weight slice: the
-    loop over weights is outside; ``crane.cost.layer.input_passes`` counts the slices). ``extra_outputs``: output-sized buffers a step also
-    holds (the results of ops chained on it, ``Emitter._run_chain``).
+    loop over weights is outside; ``crane.cost.layer.input_passes`` counts the slices). A
+    dense part whose one output channel's weights already pass ``weight_budget`` is cut by
+    its output alone (``_unsliceable``: its input-channel chunks bound the rest).
+    ``extra_outputs``: output-sized buffers a step also holds (the results of ops chained
+    on it, ``Emitter._run_chain``).
     """
     lowering = op.kind.lowering if isinstance(op, LayerOp) else None
     axes = STREAM_AXES.get(lowering) if lowering is not None else None
