@@ -280,6 +280,16 @@ def runs_in_input_chunks(layer: LayerWork, sram_bytes: int) -> bool:
         > WEIGHT_SLICE_SHARE * sram_bytes
 
 
+def refreshes_on_chip(layer: LayerWork, batch: int, machine: Machine) -> bool:
+    """Whether a backward phase from saved outputs recomputes the layer's internals, as
+    ``LayerWork.refreshes`` says: codegen does so only when its results at the whole
+    ``batch``, spread over the tiles, fit the ``HELD_SHARE`` of SRAM a result may hold
+    (``crane.codegen.lower._refreshed``, which divides by the layer's own tiles, here the
+    mesh's), and stores a bigger layer's internals in forward instead (the saves the
+    schedule charges anyway)."""
+    return layer.output_bytes * batch / max(1, machine.tiles) <= HELD_SHARE * machine.sram_bytes
+
+
 def flushes_gradient(layer: LayerWork, part: Partition, machine: Machine) -> bool:
     """Whether a tile's box of the weight gradient is bigger than the ``HELD_SHARE`` of SRAM
     a result may hold: codegen then stores it to DRAM as it is made, and the update reads it

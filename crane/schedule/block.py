@@ -12,6 +12,7 @@ boundary is *fused* (the hierarchy decides that per boundary).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from crane.cost.workload import LayerWork, Workload
@@ -114,11 +115,14 @@ class Block:
                    dram_out=tuple(dram_out) if any(dram_out) else ())
 
 
-def gradient_block(forward: Block, from_saved: bool = False) -> Block:
+def gradient_block(forward: Block, from_saved: bool = False,
+                   refreshed: Callable[[LayerWork], bool] | None = None) -> Block:
     """The backward pass of a block: layers in reverse order, gradients flowing backwards.
 
     ``from_saved``: the pass starts from the activations saved in forward (BW1), so a layer
-    that refreshes does its forward work again (``LayerWork.from_saved_output``).
+    that refreshes does its forward work again (``LayerWork.from_saved_output``), unless
+    ``refreshed`` says it does not (codegen stores a layer too big to hold in forward
+    instead, ``crane.cost.layer.refreshes_on_chip``).
 
     Column c of the result back-propagates forward column n-1-c. It reads the output
     gradient (from consumers outside the block or from the columns it fed) and its saved or
@@ -128,7 +132,8 @@ def gradient_block(forward: Block, from_saved: bool = False) -> Block:
     n = forward.n
     flip = [n - 1 - j for j in range(n)]
     edges = tuple(Edge(flip[e.dst], flip[e.src], e.bytes) for e in forward.edges)
-    layers = tuple(layer.from_saved_output() if from_saved else layer
+    layers = tuple(layer.from_saved_output()
+                   if from_saved and (refreshed is None or refreshed(layer)) else layer
                    for layer in reversed(forward.layers))
     ext_in = tuple(forward.external_out[j] + forward.layers[j].input_bytes for j in reversed(range(n)))
     ext_out = tuple(forward.external_in[j] for j in reversed(range(n)))

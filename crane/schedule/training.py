@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from crane.cost.layer import refreshes_on_chip
 from crane.cost.placement import Mesh, TileRun, dram_hops
 from crane.cost.traffic import Traffic, dram_cycles, traffic_energy
 from crane.cost.workload import Workload
@@ -159,7 +160,9 @@ def plan_block(choice: BlockChoice, batch: int, retained: int, machine: Machine,
     # An input taken from SRAM was never written to DRAM: the checkpoint is written now.
     written = checkpoint if plan.block.in_from_sram else 0.0
     forward = _with_saves(choice.cost, plan.block, kept, machine, written)
-    bw1 = _best(solver, gradient_block(plan.block, from_saved=True), kept, machine, objective)
+    saved = gradient_block(plan.block, from_saved=True,
+                           refreshed=lambda layer: refreshes_on_chip(layer, batch, machine))
+    bw1 = _best(solver, saved, kept, machine, objective)
     bw2 = _best(solver, grad, dropped, machine, objective)
     activations = sum(layer.output_bytes for layer in plan.block.layers) * kept
     phases = _phase("bw1", bw1) + _phase("bw2", recompute, True) + _phase("bw2", bw2)

@@ -9,8 +9,6 @@ weights, and ran 637,651 simulated cycles against the model's 338,089. The model
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from crane.dialects import default_context

@@ -101,3 +101,24 @@ def test_the_optimizer_step_runs_its_updates_on_every_tile() -> None:
     assert updating.compute_cycles == ops / (machine.vector_lanes * machine.tiles)
     assert updating.latency_cycles == updating.compute_cycles > moved.latency_cycles
     assert updating.energy_pj == moved.energy_pj + ops * machine.vector_op_pj
+
+
+def test_a_layer_too_big_to_hold_is_not_refreshed_from_its_saved_output() -> None:
+    """BW1 recomputes a merged layer's internals only when codegen can hold them (its
+    results over the mesh within ``HELD_SHARE`` of a tile); a bigger layer's internals are
+    stored in forward, so its backward does no forward work again (ResNet-18's stem on
+    `gpu11`: the model charged 89k cycles of refresh the program never ran)."""
+    from crane.cost.layer import HELD_SHARE, refreshes_on_chip
+
+    layer = replace(chain(1).layers[0], refreshes=True)
+    machine = Machine.gpu11()
+    fits = int(HELD_SHARE * machine.sram_bytes * machine.tiles // layer.output_bytes)
+    assert refreshes_on_chip(layer, fits, machine) and not refreshes_on_chip(layer, fits + 1, machine)
+    block = Block.of(chain(1), 0, 1)
+    block = replace(block, layers=(layer,))
+    refreshed = gradient_block(block, from_saved=True).layers[0]
+    stored = gradient_block(block, from_saved=True,
+                            refreshed=lambda work: refreshes_on_chip(work, fits + 1, machine)).layers[0]
+    assert refreshed.backward_macs == layer.backward_macs + layer.macs
+    assert stored.backward_macs == layer.backward_macs
+    assert stored.backward_vector_ops == layer.backward_vector_ops
