@@ -181,7 +181,8 @@ class Fetcher:
         they do not cover it): a copy on ``tile``, else the nearest one holding all of it,
         else the pieces that tile it."""
         # The first axis (the batch) rules most pieces out: a value made in thousands of
-        # steps is asked for one step's box at a time, so test it before the whole box.
+        # steps is asked for one step's box at a time, so test it before the whole box
+        # (loosely for the pieces: every piece that contains or meets the box passes).
         low, high = box[0] if box else (0, 0)
         copies = [p for p in self.copies.get(value, ()) if (not box or (
             p.box[0][0] <= low and high <= p.box[0][1])) and self._copy_usable(p, value)
@@ -190,7 +191,7 @@ class Fetcher:
         if mine:
             return [(mine[0], box)]
         usable = [p for p in self.pieces.get(value, ()) if (not box or (
-            p.box[0][0] < high and low < p.box[0][1])) and self._usable(p)]
+            p.box[0][0] <= high and low <= p.box[0][1])) and self._usable(p)]
         whole = [p for p in usable if contains(p.box, box)] + copies
         if whole:
             return [(min(whole, key=lambda p: self.chip.hops(p.buffer.tile, tile)), box)]
