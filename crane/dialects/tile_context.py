@@ -140,23 +140,10 @@ def _targeted_mesh(op: Operation) -> Mesh | None:
     return _mesh(machine) if machine is not None else None
 
 
-_MACHINES: dict[int, tuple[Block, int, Operation]] = {}
-"""Module body -> the ``hw.machine`` last found in it (see :func:`_machine_named`)."""
-
-
 def _machine_named(body: Block, name: str) -> Operation | None:
-    """The ``hw.machine`` called ``name`` in ``body``; the last one found is checked, not
-    searched for again, while the body keeps its size."""
-    cached = _MACHINES.get(id(body))
-    if cached is not None and cached[0] is body and cached[1] == len(body):
-        found = cached[2]
-        if found.parent is body and str_attr(found, "sym_name") == name:
-            return found
+    """The ``hw.machine`` called ``name`` in ``body``."""
     for candidate in body.ops:
         if candidate.name == "hw.machine" and str_attr(candidate, "sym_name") == name:
-            if len(_MACHINES) > 8:
-                _MACHINES.clear()
-            _MACHINES[id(body)] = (body, len(body), candidate)
             return candidate
     return None
 
