@@ -89,37 +89,42 @@ class _Placer:
                  alignment: int) -> None:
         self.sizes = sizes
         self.ranges = ranges
+        self.starts = [r.start for r in ranges]
+        self.stops = [r.stop for r in ranges]
         self.capacity = capacity
         self.alignment = alignment
         self.offsets: list[int] = [0] * len(sizes)
+        self.spans: list[tuple[int, int]] = [(0, 0)] * len(sizes)
+        """(offset, end) of each placed buffer."""
         self.buckets: dict[int, list[int]] = {}
 
     def conflicts(self, i: int) -> list[int]:
         """Placed buffers whose live range overlaps buffer ``i``'s."""
-        r = self.ranges[i]
+        start, stop = self.starts[i], self.stops[i]
         seen: set[int] = set()
-        for chunk in range(r.start // _CHUNK, r.stop // _CHUNK + 1):
+        for chunk in range(start // _CHUNK, stop // _CHUNK + 1):
             seen.update(self.buckets.get(chunk, ()))
-        return [j for j in seen if self.ranges[j].overlaps(r)]
+        starts, stops = self.starts, self.stops
+        return [j for j in seen if starts[j] <= stop and start <= stops[j]]
 
     def best_fit(self, i: int, others: list[int]) -> int | None:
         """The aligned offset of the smallest free gap that holds buffer ``i``, or None."""
-        size = self.sizes[i]
-        taken = sorted((self.offsets[j], self.offsets[j] + self.sizes[j]) for j in others)
+        size, alignment = self.sizes[i], self.alignment
+        taken = sorted(map(self.spans.__getitem__, others))
         taken.append((self.capacity, self.capacity))
-        best: tuple[int, int] | None = None
+        best_gap, best_start = -1, 0
         cursor = 0
         for low, high in taken:
-            start = align_up(cursor, self.alignment)
+            start = -(-cursor // alignment) * alignment  # align_up, inline: the hot loop
             gap = low - start
-            if gap >= size and (best is None or gap < best[0]):
-                best = (gap, start)
-            cursor = max(cursor, high)
-        return None if best is None else best[1]
+            if gap >= size and (best_gap < 0 or gap < best_gap):
+                best_gap, best_start = gap, start
+            if high > cursor:
+                cursor = high
+        return None if best_gap < 0 else best_start
 
     def place(self, i: int) -> list[int] | None:
         """Place buffer ``i``; None on success, else the placed buffers in its way."""
-        r = self.ranges[i]
         if not self.sizes[i]:
             return None
         others = self.conflicts(i)
@@ -127,7 +132,8 @@ class _Placer:
         if offset is None:
             return others
         self.offsets[i] = offset
-        for chunk in range(r.start // _CHUNK, r.stop // _CHUNK + 1):
+        self.spans[i] = (offset, offset + self.sizes[i])
+        for chunk in range(self.starts[i] // _CHUNK, self.stops[i] // _CHUNK + 1):
             self.buckets.setdefault(chunk, []).append(i)
         return None
 

@@ -129,10 +129,10 @@ class Emitter(StreamChains):
             into = [whole.get(i) for i in active]
             # A step's inputs are dropped after it (only weights stay for later steps), so
             # a tile holds one step of input at a time.
-            marks = {v: len(self.copies.get(v, ())) for v in op.operands if not is_weight(v)}
+            marks = self.copy_marks(v for v in op.operands if not is_weight(v))
             outputs = self.run_parts(op, now, port, into)
-            for value, mark in marks.items() if stepped else ():
-                del self.copies.get(value, [])[mark:]
+            if stepped:
+                self.forget_copies_since(marks)
             for i, (_, part), outs, target in zip(active, now, outputs, into, strict=True):
                 if target is None:  # else one piece for the whole part, below
                     self._step_outputs(op, part, outs, streamed[i], (made, partial), port)
@@ -215,12 +215,11 @@ class Emitter(StreamChains):
         for k in range(max((len(c) for c in chunked), default=0)):
             now = [(i, tile, chunks[k]) for i, ((tile, _), chunks) in enumerate(zip(parts, chunked, strict=True))
                    if k < len(chunks)]
-            marks = {v: len(self.copies.get(v, ())) for v in op.operands}
+            marks = self.copy_marks(op.operands)
             fetched = self.fetch(op, [(tile, chunk) for _, tile, chunk in now], port)
             if len(chunked[0]) > 1:
                 # Chunks stream through: their copies are not kept for later steps.
-                for value, mark in marks.items():
-                    del self.copies.get(value, [])[mark:]
+                self.forget_copies_since(marks)
             for (i, tile, chunk), ins in zip(now, fetched, strict=True):
                 alone = len(chunked[i]) == 1
                 outs = self.compute(op, chunk, tile, ins, targets[i] if alone else None)
@@ -335,8 +334,7 @@ class Emitter(StreamChains):
             self.started_backward = True
             self.retain_for_backward()
         if backward or phase.block != self.block:
-            self.copies.clear()
-            self.remembered.clear()
+            self.forget_all_copies()
         self.block = -1 if backward else phase.block
         self.recomputing = phase.recompute
         if not backward and len(phase.items) > 1:

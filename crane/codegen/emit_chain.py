@@ -103,7 +103,7 @@ class StreamChains(TrainingEmitter):
         for step in range(max((len(s) for s in steps), default=0)):
             now = [(tile, s[step]) for (tile, _), s in zip(parts, steps, strict=True)
                    if step < len(s)]
-            marks = {v: len(self.copies.get(v, ())) for v in inputs}
+            marks = self.copy_marks(inputs)
             buffers = [outs[0] for outs in self.run_parts(head, now, port)]
             boxes = [(tile, part.outs[0]) for tile, part in now]
             for made, op in zip(chain, chain[1:], strict=False):
@@ -115,8 +115,8 @@ class StreamChains(TrainingEmitter):
                     op, [(tile, Part((box,), *need(op, box), (False,))) for tile, box in boxes], port)]
             for (_, box), buffer in zip(boxes, buffers, strict=True):
                 self._stream_out(chain[-1].results[0], buffer, box, port)
-            for value, mark in marks.items() if stepped else ():
-                del self.copies.get(value, [])[mark:]
+            if stepped:
+                self.forget_copies_since(marks)
         self.pieces.update(earlier)
         self._record(chain[-1].results[0], [], port)
         self.barrier(f"stream:{chain[-1].results[0].name_hint or chain[-1].name}")

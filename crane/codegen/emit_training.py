@@ -77,13 +77,11 @@ class TrainingEmitter(Statistics):
                 for tile, box, part in zip(home.tiles, division.boxes, division.parts, strict=False)]
         for k in range(max(len(r.steps.parts) for r in runs)):
             now = [r for r in runs if k < len(r.steps.parts)]
-            marks = {v: len(self.copies.get(v, ())) for v in op.operands}
+            marks = self.copy_marks(v for v in op.operands if not is_weight(v))
             fetched = self.fetch(op, [(r.tile, r.steps.parts[k]) for r in now], home.port)
             for run, ins in zip(now, fetched, strict=True):
                 self._step(op, run, run.steps.parts[k], ins)
-            for value, mark in marks.items():
-                if not is_weight(value):
-                    del self.copies.get(value, [])[mark:]
+            self.forget_copies_since(marks)
         for run in runs:
             for k in range(len(run.acc)):
                 self._close(op, run, k)

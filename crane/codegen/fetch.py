@@ -26,7 +26,7 @@ the boxes straight from its inputs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from crane.codegen.boxes import (
@@ -61,6 +61,11 @@ class Fetcher:
         self.copies: dict[Value, list[Piece]] = {}
         self.remembered: dict[int, list[tuple[Value, Piece]]] = {}
         """Per tile, the copies it remembers, oldest first (``_remember``)."""
+        self._copy_keys: dict[int, tuple[Value, int]] = {}
+        """(value, buffer id) of every copy in ``copies``, by the piece's id: which copies a
+        tile's queue still has, and which buffers hold a copy, without scanning the lists
+        (a value streamed in thousands of steps has thousands of copies)."""
+        self._copied: set[tuple[Value, int]] = set()
         self.stored: dict[Value, BoxIndex] = {}
         """Boxes of each value stored to DRAM, tagged with the number of barriers before the
         store (a load may read them once a barrier has followed); indexed by box, as a value
@@ -150,21 +155,43 @@ class Fetcher:
             return True
         return is_weight(value) and self.block >= 0 and piece.block == self.block
 
+    def copy_marks(self, values: Iterable[Value]) -> dict[Value, int]:
+        """How many copies each value has now (``forget_copies_since`` drops the newer)."""
+        return {v: len(self.copies.get(v, ())) for v in values}
+
+    def forget_copies_since(self, marks: Mapping[Value, int]) -> None:
+        """Forget the copies made after ``marks`` (a step's streamed inputs)."""
+        for value, mark in marks.items():
+            known = self.copies.get(value)
+            if not known:
+                continue
+            for piece in known[mark:]:
+                self._copied.discard(self._copy_keys.pop(id(piece)))
+            del known[mark:]
+
+    def forget_all_copies(self) -> None:
+        """Forget every copy (a new block or the training ops begin)."""
+        self.copies.clear()
+        self.remembered.clear()
+        self._copy_keys.clear()
+        self._copied.clear()
+
     def _remember(self, value: Value, box: Box, buffer: Buffer) -> None:
         """A copy of ``box`` of ``value`` now on ``buffer``'s tile, for other tiles to share
         and later ops to reuse; a tile remembers at most ``Context.copy_budget`` bytes of
         copies, forgetting the oldest (a later reader fetches again instead of keeping a
         buffer alive)."""
-        known = self.copies.setdefault(value, [])
-        if any(p.buffer is buffer for p in known):
+        key = (value, id(buffer))
+        if key in self._copied:
             return
         piece = Piece(box, buffer, self.phase, False, self.block)
-        known.append(piece)
+        self.copies.setdefault(value, []).append(piece)
+        self._copy_keys[id(piece)] = key
+        self._copied.add(key)
         if not self.ctx.copy_budget:
             return
-        alive: dict[Value, set[int]] = {}  # ids of each value's copies not yet forgotten
-        queue = [(v, p) for v, p in self.remembered.get(buffer.tile, ())
-                 if id(p) in (alive.get(v) or alive.setdefault(v, {id(q) for q in self.copies.get(v, ())}))]
+        alive = self._copy_keys  # a queued copy forgotten since is no longer there
+        queue = [(v, p) for v, p in self.remembered.get(buffer.tile, ()) if id(p) in alive]
         queue.append((value, piece))
         self.remembered[buffer.tile] = queue
         total = sum(self.ctx.elem_bytes * volume(p.box) for _, p in queue)
@@ -172,8 +199,9 @@ class Fetcher:
             old_value, old = queue.pop(0)
             total -= self.ctx.elem_bytes * volume(old.box)
             kept = self.copies.get(old_value, [])
-            if old in kept:
-                kept.remove(old)
+            if old in kept:  # by equality, as list.remove finds it
+                gone = kept.pop(kept.index(old))
+                self._copied.discard(self._copy_keys.pop(id(gone)))
 
     # ----- fetching operands
     def _sources(self, value: Value, box: Box, tile: int) -> list[tuple[Piece, Box]] | None:
