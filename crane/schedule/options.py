@@ -98,8 +98,8 @@ class StateView:
     in_from_sram: bool
     dram_in: tuple[int, ...] = ()
     """Of ``external_in``, the bytes read from DRAM even so (``Block.dram_in``)."""
-    stored: int = 0
-    """Bytes per sample the active columns write to DRAM for consumers outside the block."""
+    stored: tuple[int, ...] = ()
+    """Bytes per sample each active column writes to DRAM for consumers outside the block."""
     _hash: int = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -129,7 +129,7 @@ def _view_of(block: Block, state: int) -> StateView:
                            if first <= e.src and e.dst <= last),
                      external_in, block.in_from_sram and any(external_in),
                      block.dram_in[first:last + 1] if block.dram_in else (),
-                     sum(leaving[first:last + 1]))
+                     tuple(leaving[first:last + 1]))
 
 
 def _cycles(layer: LayerWork, batch: int, tiles: int, machine: Machine,
@@ -233,6 +233,10 @@ class _SplitCost:
     reads: tuple[float, ...]
     last: float
     """Cycles of the compute that follows a step's last transfer (``StateOption.tail``)."""
+    steps: tuple[int, ...]
+    """Steps each column's tiles run their part in, each loading its inputs while the one
+    before computes (``compute_pieces``): only the first step's inputs and the last one's
+    stores are not hidden."""
 
 
 @lru_cache(maxsize=400_000)
@@ -242,15 +246,16 @@ def _split_cost(layers: tuple[LayerWork, ...], counts: tuple[int, ...], batch: i
     cycles, energy, last = 0.0, 0.0, 0.0
     step, load, flushed = Traffic(), Traffic(), Traffic()
     spread = 0.0
-    reads = []
+    reads, steps = [], []
     for layer, region in zip(layers, regions, strict=True):
         cost = layer_cost(layer, batch, region, machine, backward)
         reads.append(cost.input_reads)
+        # A part computed in pieces (stream or training steps) computes each as its data
+        # arrives: only the last piece's compute follows the transfers.
+        pieces = compute_pieces(layer, batch, cost.partition, machine.sram_bytes, backward)
+        steps.append(pieces)
         cycles = max(cycles, cost.cycles)
-        # A part computed in pieces (training steps) computes each as its data arrives:
-        # only the last piece's compute follows the transfers.
-        last = max(last, cost.cycles / compute_pieces(layer, batch, cost.partition,
-                                                      machine.sram_bytes, backward))
+        last = max(last, cost.cycles / pieces)
         energy += cost.energy_pj
         spread = max(spread, weight_spread_cycles(layer, cost.partition, machine))
         flushed = flushed + cost.flushed_gradient
@@ -272,7 +277,8 @@ def _split_cost(layers: tuple[LayerWork, ...], counts: tuple[int, ...], batch: i
     return _SplitCost(regions, cycles, energy, step, load + flushed, weights,
                       tuple(mean_hops(mesh, chip, r) for r in regions),
                       tuple(dram_hops(mesh, r) for r in regions),
-                      tuple(link_share(mesh, chip, r) for r in regions), tuple(reads), last)
+                      tuple(link_share(mesh, chip, r) for r in regions), tuple(reads), last,
+                      tuple(steps))
 
 
 def _option(view: StateView, split: str, counts: tuple[int, ...], batch: int,
@@ -282,10 +288,12 @@ def _option(view: StateView, split: str, counts: tuple[int, ...], batch: int,
     mesh = Mesh.of(machine)
     edges = tuple((src, dst, mean_hops(mesh, regions[src], regions[dst]),
                    link_share(mesh, regions[src], regions[dst])) for src, dst in view.edges)
-    # The last step's results leave for DRAM after its compute: nothing hides their store.
-    drain = dram_cycles(view.stored * batch, machine)
+    # The last step's results leave for DRAM after its compute, and the first step's inputs
+    # arrive before it: nothing hides them.
+    drain = dram_cycles(sum(n * batch / k for n, k in zip(view.stored, core.steps, strict=False)),
+                        machine)
     lead = core.weights + drain + max(
-        (_input_cycles(view, k, batch, r, machine) for k, r in enumerate(regions)),
+        (_input_cycles(view, k, batch, r, machine) / core.steps[k] for k, r in enumerate(regions)),
         default=0.0)
     return StateOption(split, tuple(range(len(regions))), regions, core.cycles, core.energy_pj, core.traffic,
                        core.weight_load, core.sram, core.port, edges, lead, core.last,

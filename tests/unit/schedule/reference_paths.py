@@ -179,9 +179,11 @@ def _option(block: Block, split: str, columns: tuple[int, ...], counts: tuple[in
     cycles, energy = 0.0, 0.0
     step, load, flushed = Traffic(), Traffic(), Traffic()
     spread = last = 0.0
-    reads = []
+    reads, steps = [], []
     for column, region in zip(columns, regions, strict=True):
         cost = layer_cost(block.layers[column], batch, region, machine, backward)
+        steps.append(compute_pieces(block.layers[column], batch, cost.partition,
+                                    machine.sram_bytes, backward))
         last = max(last, cost.cycles / compute_pieces(block.layers[column], batch, cost.partition,
                                                       machine.sram_bytes, backward))
         flushed = flushed + cost.flushed_gradient
@@ -208,9 +210,11 @@ def _option(block: Block, split: str, columns: tuple[int, ...], counts: tuple[in
                   if e.src in at and e.dst in at)
     weights = max(_transfer_cycles(load, machine), spread if load.dram_bytes else 0.0)
     leaving = block.dram_out if block.out_to_sram else block.external_out
-    drain = dram_cycles(sum(leaving[c] for c in columns if leaving) * batch, machine)
+    drain = dram_cycles(sum(leaving[c] * batch / k for c, k in zip(columns, steps, strict=True)
+                            if leaving), machine)
     lead = weights + drain + max(
-        (_input_cycles(block, c, batch, r, machine) for c, r in zip(columns, regions, strict=True)),
+        (_input_cycles(block, c, batch, r, machine) / k
+         for c, r, k in zip(columns, regions, steps, strict=True)),
         default=0.0)
     return StateOption(split, columns, regions, cycles, energy, step, load + flushed,
                        tuple(mean_hops(mesh, chip, r) for r in regions),
