@@ -234,9 +234,9 @@ class _SplitCost:
     last: float
     """Cycles of the compute that follows a step's last transfer (``StateOption.tail``)."""
     steps: tuple[int, ...]
-    """Steps each column's tiles run their part in, each loading its inputs while the one
-    before computes (``compute_pieces``): only the first step's inputs and the last one's
-    stores are not hidden."""
+    """Forward, the stream steps each column's tiles run their part in, each loading its
+    inputs while the one before computes (``compute_pieces``): only the first step's
+    inputs and the last one's stores are not hidden; backward, one."""
 
 
 @lru_cache(maxsize=400_000)
@@ -253,7 +253,9 @@ def _split_cost(layers: tuple[LayerWork, ...], counts: tuple[int, ...], batch: i
         # A part computed in pieces (stream or training steps) computes each as its data
         # arrives: only the last piece's compute follows the transfers.
         pieces = compute_pieces(layer, batch, cost.partition, machine.sram_bytes, backward)
-        steps.append(pieces)
+        # Backward, each training step loads, computes and stores in turn: its first
+        # inputs and last results are no smaller a share of the state's transfers.
+        steps.append(1 if backward else pieces)
         cycles = max(cycles, cost.cycles)
         last = max(last, cost.cycles / pieces)
         energy += cost.energy_pj

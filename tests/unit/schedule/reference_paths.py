@@ -182,8 +182,8 @@ def _option(block: Block, split: str, columns: tuple[int, ...], counts: tuple[in
     reads, steps = [], []
     for column, region in zip(columns, regions, strict=True):
         cost = layer_cost(block.layers[column], batch, region, machine, backward)
-        steps.append(compute_pieces(block.layers[column], batch, cost.partition,
-                                    machine.sram_bytes, backward))
+        steps.append(1 if backward else compute_pieces(block.layers[column], batch,
+                                                       cost.partition, machine.sram_bytes, False))
         last = max(last, cost.cycles / compute_pieces(block.layers[column], batch, cost.partition,
                                                       machine.sram_bytes, backward))
         flushed = flushed + cost.flushed_gradient
