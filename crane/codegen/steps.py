@@ -28,9 +28,11 @@ STREAM_AXES: Mapping[Lowering, tuple[int, ...]] = {
     Lowering.RESHAPE: (0, 1, 2), Lowering.GATHER: (-1, 0, 1), Lowering.ALONG_AXIS: (0, 1, 2, -1)}
 """Lowering classes a tile may run in steps over its output, and the axes it cuts (best
 first, only those the op may be split along); the other classes run each part in one step."""
-WEIGHT_AXES: Mapping[Lowering, tuple[int, ...]] = {Lowering.CONV: (1,), Lowering.LINEAR: (-1,)}
+WEIGHT_AXES: Mapping[Lowering, tuple[int, ...]] = {
+    Lowering.CONV: (1,), Lowering.LINEAR: (-1,), Lowering.GATHER: (-1,)}
 """Output axes that cut a layer's weights: stepping along them when the weights are the
-bigger operand streams each weight slice once instead of once per step."""
+bigger operand streams each weight slice once instead of once per step (an embedding's
+table by its columns: cut by its tokens, every step would stream the whole table)."""
 
 
 def _activation_bytes(op: Operation, part: Part, elem_bytes: int) -> int:
