@@ -2,9 +2,10 @@
 
 A forward part whose result box is too big to hold (``Context.hold_budget``) is *streamed*:
 made step by step and stored as it goes; its readers load it back after a barrier. The
-elementwise ops after a streamed op that nothing else reads between (its activation, an
-inference batchnorm) run on each step's result on chip, so only the chain's last result goes
-to DRAM, as the cost model prices a layer with its merged ops.
+ops after a streamed op that nothing else reads between and that map each step's box of its
+result to the same box (its activation, an inference batchnorm, a softmax or a layer norm
+whose axes every step holds whole) run on each step's result on chip, so only the chain's
+last result goes to DRAM, as the cost model prices a layer with its merged ops.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from crane.codegen.context import Piece, is_weight
 from crane.codegen.emit_training import TrainingEmitter
 from crane.codegen.plan import Item
 from crane.codegen.program import Buffer
-from crane.codegen.rules import NEEDS, Part, running_statistics, shape_of
+from crane.codegen.rules import NEEDS, Part, running_statistics, shape_of, split_axes
 from crane.codegen.statistics import batch_statistics
 from crane.codegen.steps import temporal_chunks
 from crane.dialects.graph import LayerOp
@@ -73,13 +74,31 @@ class StreamChains(TrainingEmitter):
             if not isinstance(follower, LayerOp) or not self._transforms(chain[-1], follower):
                 break
             chain.append(follower)
-        return chain if len(chain) > 1 else []
+        while len(chain) > 1:  # up to the first follower a step would cut across its axis
+            steps = [step for part_steps in self._chain_steps(chain, parts) for step in part_steps]
+            served = next((n for n, follower in enumerate(chain[1:], 1)
+                           if not all(_holds_whole(follower, s.outs[0]) for s in steps)), len(chain))
+            if served == len(chain):
+                return chain
+            chain = chain[:served]
+        return []
+
+    def _chain_steps(self, chain: Sequence[LayerOp],
+                     parts: Sequence[tuple[int, Part]]) -> list[list[Part]]:
+        """The steps of each part of a chain's first op: each step's box also holds one more
+        result (the followers'), and spans the axes the followers need whole."""
+        ctx = self.ctx
+        whole = frozenset(axis for follower in chain[1:] for axis in _needed_whole(follower))
+        return [temporal_chunks(chain[0], part, ctx.step_budget, ctx.elem_bytes,
+                                ctx.chunk_budget, extra_outputs=1, whole=whole)
+                for _, part in parts]
 
     def _transforms(self, op: LayerOp, follower: LayerOp) -> bool:
-        """Whether ``follower`` maps ``op``'s result element by element (its other operands
+        """Whether ``follower`` maps each box of ``op``'s result to the same box of its own
+        (element by element, or along axes a box may need whole; its other operands
         weights) and is its only reader, with nothing else needing that result."""
         result = op.results[0]
-        elementwise = follower.kind.lowering is Lowering.UNARY or (
+        elementwise = follower.kind.lowering in BOX_LOCAL or (
             follower.kind.lowering is Lowering.CHANNEL_NORM and running_statistics(follower))
         return (elementwise and len(follower.results) == 1
                 and follower.results[0] not in self.virtual and follower.operands[0] is result
@@ -91,10 +110,9 @@ class StreamChains(TrainingEmitter):
         """Run a streamed chain: each step of its first op's parts, then the other ops on
         that step's boxes reading the previous result on chip, the last result streamed to
         DRAM; steps are cut so the chain's extra results fit the step budget too."""
-        head, port, ctx = chain[0], item.home.port, self.ctx
+        head, port = chain[0], item.home.port
         parts = self.forward_parts(head, item)
-        steps = [temporal_chunks(head, part, ctx.step_budget, ctx.elem_bytes, ctx.chunk_budget,
-                                 extra_outputs=1) for _, part in parts]
+        steps = self._chain_steps(chain, parts)
         inputs = [v for op in chain for v in op.operands if not is_weight(v)]
         # The intermediate results live one step at a time: their pieces are the step's.
         earlier: dict[Value, list[Piece]] = {
@@ -120,3 +138,21 @@ class StreamChains(TrainingEmitter):
         self.pieces.update(earlier)
         self._record(chain[-1].results[0], [], port)
         self.barrier(f"stream:{chain[-1].results[0].name_hint or chain[-1].name}")
+
+
+BOX_LOCAL = frozenset({Lowering.UNARY, Lowering.AXIS_NORM, Lowering.LAST_AXES_NORM})
+"""Lowering classes that make a box of their result from the same box of their input (the
+normalising ones when the box holds their axes whole: ``_holds_whole``)."""
+
+
+def _needed_whole(op: LayerOp) -> frozenset[int]:
+    """The axes of ``op``'s result it may not be split along (a softmax's axis)."""
+    allowed = {axis for split in split_axes(op, True) for axis in split}
+    return frozenset(range(len(shape_of(op.results[0])))) - allowed
+
+
+def _holds_whole(op: LayerOp, box: Box) -> bool:
+    """Whether ``box`` of ``op``'s result spans every axis the op may not be split along."""
+    shape = shape_of(op.results[0])
+    return all(box[axis] == (0, shape[axis]) for axis in _needed_whole(op))
+

@@ -88,7 +88,8 @@ def _dense(op: Operation) -> bool:
 
 
 def temporal_chunks(op: Operation, part: Part, budget: int, elem_bytes: int,
-                    weight_budget: int = 0, extra_outputs: int = 0) -> list[Part]:
+                    weight_budget: int = 0, extra_outputs: int = 0,
+                    whole: frozenset[int] = frozenset()) -> list[Part]:
     """A part whose activations exceed ``budget`` bytes as steps over cuts of its output.
 
     The tile runs the steps one after another, so the next step's operands arrive while it
@@ -101,12 +102,15 @@ def temporal_chunks(op: Operation, part: Part, budget: int, elem_bytes: int,
     dense part whose one output channel's weights already pass ``weight_budget`` is cut by
     its output alone (``_unsliceable``: its input-channel chunks bound the rest).
     ``extra_outputs``: output-sized buffers a step also holds (the results of ops chained
-    on it, ``Emitter._run_chain``).
+    on it, ``Emitter._run_chain``); ``whole``: output axes no step may cut (a softmax
+    chained on it needs its axis whole).
     """
     lowering = op.kind.lowering if isinstance(op, LayerOp) else None
     axes = STREAM_AXES.get(lowering) if lowering is not None else None
     if not budget or lowering is None or axes is None or len(part.outs) != 1:
         return [part]
+    rank = len(part.outs[0])
+    axes = tuple(a for a in axes if a % rank not in whole)
     steps = [part]
     if weight_budget and isinstance(op, LayerOp) \
             and _weight_bytes(op, part, elem_bytes) > weight_budget:
