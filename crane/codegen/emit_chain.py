@@ -74,10 +74,14 @@ class StreamChains(TrainingEmitter):
             if not isinstance(follower, LayerOp) or not self._transforms(chain[-1], follower):
                 break
             chain.append(follower)
-        while len(chain) > 1:  # up to the first follower a step would cut across its axis
+        # Up to the first follower a step would cut across its axis, or whose whole axes
+        # leave the steps too few to fit the step budget.
+        free = sum(len(s) for s in self._chain_steps(chain[:1], parts))
+        while len(chain) > 1:
             steps = [step for part_steps in self._chain_steps(chain, parts) for step in part_steps]
-            served = next((n for n, follower in enumerate(chain[1:], 1)
-                           if not all(_holds_whole(follower, s.outs[0]) for s in steps)), len(chain))
+            served = next((n for n, follower in enumerate(chain[1:], 1) if _needed_whole(follower)
+                           and (len(steps) < free or not all(
+                               _holds_whole(follower, s.outs[0]) for s in steps))), len(chain))
             if served == len(chain):
                 return chain
             chain = chain[:served]
