@@ -29,6 +29,7 @@ from crane.passes.autodiff import Autodiff
 from crane.passes.context import PassContext
 from crane.passes.segment import Segment
 from crane.tools.inputs import translate
+from crane.tools.opt import main as opt_main
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -137,3 +138,16 @@ def network_lowered_and_checked(text: str, filename: str, mesh: int,
     run_pass(module, Segment(time_limit=0.01, max_block=max_block))
     simple_placement(module)
     return lowered_and_checked(module, machine)
+
+
+INFERENCE = "segment{mode=inference},map,codegen,alloc"
+"""The inference lowering as ``lower-to-tile`` runs it, without the expansions."""
+
+
+def lowered_text(folder: Path, name: str, source: str, pipeline: str = INFERENCE) -> str:
+    """The tile program ``crane-opt -p pipeline`` makes of the ``.crn`` text ``source``
+    (both files written under ``folder``)."""
+    net, out = folder / f"{name}.crn", folder / f"{name}.tile.mlir"
+    net.write_text(source)
+    assert opt_main([str(net), "-p", pipeline, "-o", str(out)]) == 0
+    return out.read_text()

@@ -15,7 +15,8 @@ from crane.exec.tile_sim.check import check
 from crane.exec.tile_sim.timing import simulate
 from crane.exec.tile_sim.timing_compare import compare_with_cost
 from crane.ir.parser import parse_ops
-from crane.tools.opt import main as opt_main
+
+from .support import lowered_text
 
 TOKENS, VOCAB, DIM = 512, 4000, 256
 LOOKUP = f"""
@@ -36,12 +37,7 @@ OUTPUT_BYTES = TOKENS * DIM * 4
 
 @pytest.fixture(scope="module")
 def lookup_program(tmp_path_factory: pytest.TempPathFactory) -> str:
-    folder = tmp_path_factory.mktemp("lookup")
-    net, out = folder / "lookup.crn", folder / "lookup.tile.mlir"
-    net.write_text(LOOKUP)
-    assert opt_main([str(net), "-p", "segment{mode=inference},map,codegen,alloc",
-                     "-o", str(out)]) == 0
-    return out.read_text()
+    return lowered_text(tmp_path_factory.mktemp("lookup"), "lookup", LOOKUP)
 
 
 def test_the_table_streams_in_once(lookup_program: str) -> None:

@@ -11,7 +11,8 @@ import pytest
 from crane.dialects import default_context
 from crane.exec.tile_sim.check import check
 from crane.ir.parser import parse_ops
-from crane.tools.opt import main as opt_main
+
+from .support import lowered_text
 
 SCORES = """
 machine small extends gpu11 {
@@ -30,12 +31,7 @@ network scores {
 
 @pytest.fixture(scope="module")
 def scores_program(tmp_path_factory: pytest.TempPathFactory) -> str:
-    folder = tmp_path_factory.mktemp("scores")
-    net, out = folder / "scores.crn", folder / "scores.tile.mlir"
-    net.write_text(SCORES)
-    assert opt_main([str(net), "-p", "segment{mode=inference},map,codegen,alloc",
-                     "-o", str(out)]) == 0
-    return out.read_text()
+    return lowered_text(tmp_path_factory.mktemp("scores"), "scores", SCORES)
 
 
 def test_the_scores_never_reach_dram(scores_program: str) -> None:
