@@ -314,13 +314,14 @@ def compute_pieces(layer: LayerWork, batch: int, part: Partition, sram_bytes: in
     the piece before computes (so only the first piece's inputs, the last piece's compute
     and the last piece's results are not hidden): backward, once per training step (its
     activations and their gradients in pieces of ``TRAINING_STEP_SHARE`` of SRAM); forward,
-    once per stream step (``stream_steps``) when its weights come in one pass, else one.
+    once per stream step (``stream_steps``) when its weights come in one pass and it needs
+    no statistics of the whole batch (those take several passes over the part), else one.
     (Counting a forward part's weight slices as pieces made the scheduler pick, for
     ResNet-18 at batch 1 on ``mbs``, a plan the model put at 275k cycles and the simulator
     at 321k: the program does not overlap one slice's compute with the next slice's load
     as a pipeline would.)"""
     if not backward:
-        if input_passes(layer, part, sram_bytes) > 1:
+        if input_passes(layer, part, sram_bytes) > 1 or layer.whole_batch:
             return 1
         return stream_steps(layer, batch, part, sram_bytes)
     box = 2 * (layer.input_bytes + layer.output_bytes) * batch / max(1, part.tiles)
