@@ -74,6 +74,8 @@ class StreamChains(TrainingEmitter):
             if not isinstance(follower, LayerOp) or not self._transforms(chain[-1], follower):
                 break
             chain.append(follower)
+        if len(chain) == 1:
+            return []
         # Up to the first follower a step would cut across its axis, or whose whole axes
         # leave the steps too few to fit the step budget.
         free = sum(len(s) for s in self._chain_steps(chain[:1], parts))
@@ -159,4 +161,3 @@ def _holds_whole(op: LayerOp, box: Box) -> bool:
     """Whether ``box`` of ``op``'s result spans every axis the op may not be split along."""
     shape = shape_of(op.results[0])
     return all(box[axis] == (0, shape[axis]) for axis in _needed_whole(op))
-
