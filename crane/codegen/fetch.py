@@ -61,11 +61,10 @@ class Fetcher:
         self.copies: dict[Value, list[Piece]] = {}
         self.remembered: dict[int, list[tuple[Value, Piece]]] = {}
         """Per tile, the copies it remembers, oldest first (``_remember``)."""
-        self._copy_keys: dict[int, tuple[Value, int]] = {}
-        """(value, buffer id) of every copy in ``copies``, by the piece's id: which copies a
-        tile's queue still has, and which buffers hold a copy, without scanning the lists
-        (a value streamed in thousands of steps has thousands of copies)."""
-        self._copied: set[tuple[Value, int]] = set()
+        self._copied: dict[tuple[Value, int], Piece] = {}
+        """Every copy in ``copies`` by its value and buffer (id): whether a buffer holds a
+        copy already and whether a tile's queued copy is still there, without scanning the
+        lists (a value streamed in thousands of steps has thousands of copies)."""
         self.stored: dict[Value, BoxIndex] = {}
         """Boxes of each value stored to DRAM, tagged with the number of barriers before the
         store (a load may read them once a barrier has followed); indexed by box, as a value
@@ -166,14 +165,13 @@ class Fetcher:
             if not known:
                 continue
             for piece in known[mark:]:
-                self._copied.discard(self._copy_keys.pop(id(piece)))
+                del self._copied[(value, id(piece.buffer))]
             del known[mark:]
 
     def forget_all_copies(self) -> None:
         """Forget every copy (a new block or the training ops begin)."""
         self.copies.clear()
         self.remembered.clear()
-        self._copy_keys.clear()
         self._copied.clear()
 
     def _remember(self, value: Value, box: Box, buffer: Buffer) -> None:
@@ -186,12 +184,12 @@ class Fetcher:
             return
         piece = Piece(box, buffer, self.phase, False, self.block)
         self.copies.setdefault(value, []).append(piece)
-        self._copy_keys[id(piece)] = key
-        self._copied.add(key)
+        self._copied[key] = piece
         if not self.ctx.copy_budget:
             return
-        alive = self._copy_keys  # a queued copy forgotten since is no longer there
-        queue = [(v, p) for v, p in self.remembered.get(buffer.tile, ()) if id(p) in alive]
+        alive = self._copied  # a queued copy forgotten since is no longer there
+        queue = [(v, p) for v, p in self.remembered.get(buffer.tile, ())
+                 if alive.get((v, id(p.buffer))) is p]
         queue.append((value, piece))
         self.remembered[buffer.tile] = queue
         total = sum(self.ctx.elem_bytes * volume(p.box) for _, p in queue)
@@ -201,7 +199,7 @@ class Fetcher:
             kept = self.copies.get(old_value, [])
             if old in kept:  # by equality, as list.remove finds it
                 gone = kept.pop(kept.index(old))
-                self._copied.discard(self._copy_keys.pop(id(gone)))
+                del self._copied[(old_value, id(gone.buffer))]
 
     # ----- fetching operands
     def _sources(self, value: Value, box: Box, tile: int) -> list[tuple[Piece, Box]] | None:
